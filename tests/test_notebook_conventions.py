@@ -1,0 +1,87 @@
+"""Every committed notebook keeps the course's conventions (see COURSE_DESIGN.md).
+
+nbval re-runs the notebooks and compares outputs; this file checks what nbval cannot: that the stored outputs
+come from one clean top-to-bottom run, hold no machine-specific text, and that each notebook has the parts a
+reader relies on.
+"""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from tools.course_notebooks import NOTEBOOK_NAME, NOTEBOOKS, colab_badge, colab_setup_block, notebook_paths
+
+PATHS = notebook_paths()
+MACHINE_PATH = re.compile(r"(/root/|/home/|/tmp/|/work/|/Users/|site-packages|[A-Za-z]:\\\\)")
+OBJECT_REPR = re.compile(r"(<[\w.]+ (object )?at 0x[0-9a-fA-F]+>|<Figure size|<matplotlib\.|<Axes|<torch\.)")
+TITLE = re.compile(r"^# (\d\d) · .+\(.*[\u4e00-\u9fff]+.*\)\s*$", re.MULTILINE)
+
+
+def _text_outputs(cell) -> list[str]:
+    texts = []
+    for out in cell.get("outputs", []):
+        if out.output_type == "stream":
+            texts.append(out.text)
+        elif out.output_type in ("execute_result", "display_data"):
+            texts.append(str(out.data.get("text/plain", "")))
+            texts.append(str(out.data.get("text/html", "")))
+        elif out.output_type == "error":
+            texts.append("\n".join(out.traceback))
+    return texts
+
+
+def test_there_are_notebooks_and_their_numbers_are_contiguous():
+    assert PATHS, "no notebooks found"
+    numbers = [int(NOTEBOOK_NAME.match(p.name).group(1)) for p in PATHS]
+    assert numbers == list(range(len(numbers))), f"notebook numbers must run 00, 01, ... without gaps: {numbers}"
+    strays = [p.name for p in NOTEBOOKS.glob("*.ipynb") if not NOTEBOOK_NAME.match(p.name)]
+    assert not strays, f"notebooks must be named NN_topic.ipynb: {strays}"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
+class TestNotebook:
+    def test_executed_once_top_to_bottom(self, path):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+        counts = [c.execution_count for c in code]
+        assert counts == list(range(1, len(code) + 1)), f"execution counts should be 1..{len(code)}, got {counts}"
+
+    def test_no_errors_and_nothing_on_stderr(self, path):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            for out in cell.get("outputs", []):
+                assert out.output_type != "error", f"cell {i} stored an error: {out.get('ename')}"
+                assert not (out.output_type == "stream" and out.name == "stderr"), f"cell {i} wrote to stderr"
+
+    def test_no_machine_paths_or_object_reprs(self, path):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            for text in _text_outputs(cell):
+                assert not MACHINE_PATH.search(text), f"cell {i} shows a machine path: {MACHINE_PATH.search(text)[0]}"
+                assert not OBJECT_REPR.search(text), f"cell {i} shows an object repr: {OBJECT_REPR.search(text)[0]}"
+
+    def test_kernelspec_is_python3(self, path):
+        nb = nbformat.read(path, as_version=4)
+        assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+
+    def test_title_badge_goals_and_summary(self, path):
+        nb = nbformat.read(path, as_version=4)
+        first = nb.cells[0]
+        assert first.cell_type == "markdown"
+        match = TITLE.search(first.source)
+        assert match, "the first cell must start with '# NN · Topic (中文术语)'"
+        assert match.group(1) == path.name[:2], "the title's number must match the file name"
+        assert colab_badge(path.name) in first.source, "the first cell must carry this notebook's Colab badge"
+        markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert re.search(r"^#+ .*Learning goals", markdown, re.MULTILINE), "no 'Learning goals' heading"
+        assert re.search(r"^#+ .*Summary", markdown, re.MULTILINE), "no 'Summary' heading"
+
+    def test_first_code_cell_is_the_shared_setup(self, path):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert code and code[0].source.startswith(colab_setup_block()), (
+            "the first code cell must start with tools.course_notebooks.colab_setup_block()"
+        )

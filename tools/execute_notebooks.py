@@ -1,0 +1,57 @@
+"""Re-execute course notebooks in place, top to bottom in a fresh kernel, so their stored outputs are fresh.
+
+    python tools/execute_notebooks.py            # every notebook
+    python tools/execute_notebooks.py 03 04      # some, by number or file name
+
+Run it after every package change that touches a notebook, then commit the notebooks with their outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools.course_notebooks import notebook_paths  # noqa: E402
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def execute(path: Path, timeout: int = 600) -> float:
+    """Execute one notebook in place; returns the wall time in seconds."""
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["kernelspec"] = KERNELSPEC
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        record_timing=False,
+    )
+    start = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - start
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    nb.metadata.get("language_info", {}).pop("version", None)
+    nbformat.write(nb, path)
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="notebook numbers or file names (default: all)")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell")
+    args = parser.parse_args()
+    for path in notebook_paths(args.names):
+        print(f"{path.name}: executing ...", flush=True)
+        print(f"{path.name}: done in {execute(path, args.timeout):.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

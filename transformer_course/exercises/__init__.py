@@ -1,0 +1,11 @@
+"""Checkers for the notebooks' exercises, one module per notebook (for example ``exercises.introduction``).
+
+A checker calls the reader's function on test inputs and prints one line of feedback:
+"correct", "not attempted yet" (the stub still raises ``NotImplementedError``), or what is wrong. It returns
+``True`` only for a correct answer. Reference solutions live beside the checkers, and the tests prove that
+each checker accepts them and rejects typical mistakes.
+"""
+
+from ._core import ExerciseMistake, expect, expect_close, report
+
+__all__ = ["ExerciseMistake", "expect", "expect_close", "report"]

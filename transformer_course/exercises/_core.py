@@ -1,0 +1,48 @@
+"""The shared machinery of every checker: run a check, turn the outcome into one line of feedback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+
+class ExerciseMistake(AssertionError):
+    """Raised by a check when the reader's answer is wrong; its message tells the reader what to look at."""
+
+
+def expect(condition: bool, message: str) -> None:
+    """Fail the check with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise ExerciseMistake(message)
+
+
+def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
+    """Fail unless ``actual`` is a tensor of ``expected``'s shape whose values are close to it."""
+    expect(isinstance(actual, torch.Tensor), f"{what} should be a torch.Tensor, got {type(actual).__name__}")
+    assert isinstance(actual, torch.Tensor)
+    expect(
+        tuple(actual.shape) == tuple(expected.shape),
+        f"{what} has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}",
+    )
+    actual_f, expected_f = actual.detach().double(), expected.detach().double()
+    if not torch.allclose(actual_f, expected_f, atol=atol, rtol=rtol, equal_nan=False):
+        worst = (actual_f - expected_f).abs().nan_to_num(float("inf")).max().item()
+        raise ExerciseMistake(f"{what} differs from the expected values (largest difference {worst:.3g})")
+
+
+def report(exercise: str, check: Callable[[], None]) -> bool:
+    """Run ``check`` and print one line: correct, not attempted yet, or what went wrong. Returns True if correct."""
+    try:
+        check()
+    except NotImplementedError:
+        print(f"{exercise}: not attempted yet - replace the `raise NotImplementedError` with your code.")
+        return False
+    except ExerciseMistake as mistake:
+        print(f"{exercise}: not yet. {mistake}")
+        return False
+    except Exception as error:  # the reader's code crashed: show it as feedback, not as a traceback
+        print(f"{exercise}: your code raised {type(error).__name__}: {error}")
+        return False
+    print(f"{exercise}: correct!")
+    return True

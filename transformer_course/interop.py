@@ -1,0 +1,234 @@
+"""Copy weights between the course's modules and PyTorch's, so that the two can be compared number for number.
+
+PyTorch packs W_Q, W_K, W_V into one ``in_proj_weight`` (3 d_model, d_model); ours keeps them apart. PyTorch's
+masks use the opposite convention (``True`` = blocked); see :func:`transformer_course.masks.to_torch_blocking_mask`.
+
+Every PyTorch module made here is ``batch_first=True`` and starts in the same train/eval mode as the source.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention
+from .layers import DecoderLayer, EncoderLayer
+from .model import Transformer
+
+_PROJECTIONS = ("w_q", "w_k", "w_v")
+
+
+def _mha_to_torch_state(state: dict[str, Tensor], ours: str, theirs: str) -> dict[str, Tensor]:
+    out = {f"{theirs}in_proj_weight": torch.cat([state[f"{ours}{w}.weight"] for w in _PROJECTIONS])}
+    if f"{ours}w_q.bias" in state:
+        out[f"{theirs}in_proj_bias"] = torch.cat([state[f"{ours}{w}.bias"] for w in _PROJECTIONS])
+        out[f"{theirs}out_proj.bias"] = state[f"{ours}w_o.bias"]
+    out[f"{theirs}out_proj.weight"] = state[f"{ours}w_o.weight"]
+    return out
+
+
+def _mha_from_torch_state(state: dict[str, Tensor], theirs: str, ours: str) -> dict[str, Tensor]:
+    out = dict(zip((f"{ours}{w}.weight" for w in _PROJECTIONS), state[f"{theirs}in_proj_weight"].chunk(3)))
+    if f"{theirs}in_proj_bias" in state:
+        out.update(zip((f"{ours}{w}.bias" for w in _PROJECTIONS), state[f"{theirs}in_proj_bias"].chunk(3)))
+        out[f"{ours}w_o.bias"] = state[f"{theirs}out_proj.bias"]
+    out[f"{ours}w_o.weight"] = state[f"{theirs}out_proj.weight"]
+    return out
+
+
+# Our name -> PyTorch's name, for everything but the attention projections.
+_ENCODER_NAMES = {
+    "feed_forward.linear1.": "linear1.",
+    "feed_forward.linear2.": "linear2.",
+    "self_attention_residual.norm.": "norm1.",
+    "feed_forward_residual.norm.": "norm2.",
+}
+_ENCODER_ATTENTION = {"self_attention.": "self_attn."}
+_DECODER_NAMES = {
+    "feed_forward.linear1.": "linear1.",
+    "feed_forward.linear2.": "linear2.",
+    "self_attention_residual.norm.": "norm1.",
+    "cross_attention_residual.norm.": "norm2.",
+    "feed_forward_residual.norm.": "norm3.",
+}
+_DECODER_ATTENTION = {"self_attention.": "self_attn.", "cross_attention.": "multihead_attn."}
+
+
+def _layer_to_torch_state(
+    state: dict[str, Tensor], names: dict[str, str], attention: dict[str, str], ours: str = "", theirs: str = ""
+) -> dict[str, Tensor]:
+    out: dict[str, Tensor] = {}
+    for our_att, their_att in attention.items():
+        out.update(_mha_to_torch_state(state, ours + our_att, theirs + their_att))
+    for key, value in state.items():
+        for our_name, their_name in names.items():
+            if key.startswith(ours + our_name):
+                out[theirs + their_name + key[len(ours + our_name) :]] = value
+    return out
+
+
+def _layer_from_torch_state(
+    state: dict[str, Tensor], names: dict[str, str], attention: dict[str, str], theirs: str = "", ours: str = ""
+) -> dict[str, Tensor]:
+    out: dict[str, Tensor] = {}
+    for our_att, their_att in attention.items():
+        out.update(_mha_from_torch_state(state, theirs + their_att, ours + our_att))
+    for key, value in state.items():
+        for our_name, their_name in names.items():
+            if key.startswith(theirs + their_name):
+                out[ours + our_name + key[len(theirs + their_name) :]] = value
+    return out
+
+
+def _activation_name(layer: nn.Module) -> str:
+    activation = layer.activation
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
+        return "gelu"
+    raise ValueError(f"unsupported activation {activation!r}; expected ReLU or exact GELU")
+
+
+def _check_batch_first(module: nn.Module) -> None:
+    batch_first = getattr(module, "batch_first", None)
+    if batch_first is None:
+        batch_first = module.self_attn.batch_first
+    if not batch_first:
+        raise ValueError("the PyTorch module must be built with batch_first=True (the course is batch-first)")
+
+
+# ---- multi-head attention ----------------------------------------------------------------------------
+
+
+def mha_to_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """A ``nn.MultiheadAttention(batch_first=True)`` with our module's weights."""
+    bias = mha.w_q.bias is not None
+    theirs = nn.MultiheadAttention(mha.d_model, mha.num_heads, dropout=mha.dropout, bias=bias, batch_first=True)
+    theirs.load_state_dict(_mha_to_torch_state(mha.state_dict(), "", ""))
+    return theirs.train(mha.training).to(mha.w_q.weight.device)
+
+
+def mha_from_torch(theirs: nn.MultiheadAttention) -> MultiHeadAttention:
+    """Our :class:`MultiHeadAttention` with the weights of a ``nn.MultiheadAttention`` (same dims for Q, K, V)."""
+    if not theirs._qkv_same_embed_dim:
+        raise ValueError("only nn.MultiheadAttention with kdim == vdim == embed_dim can be copied")
+    ours = MultiHeadAttention(theirs.embed_dim, theirs.num_heads, theirs.dropout, bias=theirs.in_proj_bias is not None)
+    ours.load_state_dict(_mha_from_torch_state(theirs.state_dict(), "", ""))
+    return ours.train(theirs.training).to(theirs.in_proj_weight.device)
+
+
+# ---- encoder and decoder layers ---------------------------------------------------------------------
+
+
+def encoder_layer_to_torch(layer: EncoderLayer) -> nn.TransformerEncoderLayer:
+    """A ``nn.TransformerEncoderLayer(batch_first=True)`` with our layer's weights and settings."""
+    attention, ff, norm = layer.self_attention, layer.feed_forward, layer.self_attention_residual
+    theirs = nn.TransformerEncoderLayer(
+        attention.d_model, attention.num_heads, ff.linear1.out_features, dropout=layer.feed_forward.dropout.p,
+        activation=ff.activation, layer_norm_eps=norm.norm.eps, batch_first=True, norm_first=norm.norm_first,
+    )
+    theirs.load_state_dict(_layer_to_torch_state(layer.state_dict(), _ENCODER_NAMES, _ENCODER_ATTENTION))
+    return theirs.train(layer.training).to(attention.w_q.weight.device)
+
+
+def encoder_layer_from_torch(theirs: nn.TransformerEncoderLayer) -> EncoderLayer:
+    """Our :class:`EncoderLayer` with the weights and settings of a ``nn.TransformerEncoderLayer``."""
+    _check_batch_first(theirs)
+    ours = EncoderLayer(
+        theirs.self_attn.embed_dim, theirs.self_attn.num_heads, theirs.linear1.out_features, theirs.dropout.p,
+        _activation_name(theirs), theirs.norm_first, theirs.norm1.eps,
+    )
+    ours.load_state_dict(_layer_from_torch_state(theirs.state_dict(), _ENCODER_NAMES, _ENCODER_ATTENTION))
+    return ours.train(theirs.training).to(theirs.linear1.weight.device)
+
+
+def decoder_layer_to_torch(layer: DecoderLayer) -> nn.TransformerDecoderLayer:
+    """A ``nn.TransformerDecoderLayer(batch_first=True)`` with our layer's weights and settings."""
+    attention, ff, norm = layer.self_attention, layer.feed_forward, layer.self_attention_residual
+    theirs = nn.TransformerDecoderLayer(
+        attention.d_model, attention.num_heads, ff.linear1.out_features, dropout=layer.feed_forward.dropout.p,
+        activation=ff.activation, layer_norm_eps=norm.norm.eps, batch_first=True, norm_first=norm.norm_first,
+    )
+    theirs.load_state_dict(_layer_to_torch_state(layer.state_dict(), _DECODER_NAMES, _DECODER_ATTENTION))
+    return theirs.train(layer.training).to(attention.w_q.weight.device)
+
+
+def decoder_layer_from_torch(theirs: nn.TransformerDecoderLayer) -> DecoderLayer:
+    """Our :class:`DecoderLayer` with the weights and settings of a ``nn.TransformerDecoderLayer``."""
+    _check_batch_first(theirs)
+    ours = DecoderLayer(
+        theirs.self_attn.embed_dim, theirs.self_attn.num_heads, theirs.linear1.out_features, theirs.dropout.p,
+        _activation_name(theirs), theirs.norm_first, theirs.norm1.eps,
+    )
+    ours.load_state_dict(_layer_from_torch_state(theirs.state_dict(), _DECODER_NAMES, _DECODER_ATTENTION))
+    return ours.train(theirs.training).to(theirs.linear1.weight.device)
+
+
+# ---- the whole model ---------------------------------------------------------------------------------
+
+
+def _stack_to_torch_state(model: Transformer) -> dict[str, Tensor]:
+    state = model.state_dict()
+    out: dict[str, Tensor] = {}
+    for i in range(len(model.encoder.layers)):
+        out.update(
+            _layer_to_torch_state(state, _ENCODER_NAMES, _ENCODER_ATTENTION, f"encoder.layers.{i}.", f"encoder.layers.{i}.")
+        )
+    for i in range(len(model.decoder.layers)):
+        out.update(
+            _layer_to_torch_state(state, _DECODER_NAMES, _DECODER_ATTENTION, f"decoder.layers.{i}.", f"decoder.layers.{i}.")
+        )
+    for stack in ("encoder", "decoder"):
+        for p in ("weight", "bias"):
+            if f"{stack}.norm.{p}" in state:
+                out[f"{stack}.norm.{p}"] = state[f"{stack}.norm.{p}"]
+    return out
+
+
+def transformer_to_torch(model: Transformer) -> nn.Transformer:
+    """A ``nn.Transformer(batch_first=True)`` holding our encoder and decoder stacks' weights.
+
+    ``nn.Transformer`` has no embeddings or output layer: feed it our embedded inputs, e.g.
+    ``model.positional(model.src_embedding(src))``, and compare with ``model.encoder``/``model.decoder``.
+    Where our model has no final LayerNorm (Post-LN, the paper's default), the PyTorch stack's is removed.
+    """
+    c = model.config
+    theirs = nn.Transformer(
+        c.d_model, c.num_heads, c.num_encoder_layers, c.num_decoder_layers, c.d_ff, c.dropout,
+        activation=c.activation, layer_norm_eps=c.layer_norm_eps, batch_first=True, norm_first=c.norm_first,
+    )
+    if model.encoder.norm is None:
+        theirs.encoder.norm = None
+    if model.decoder.norm is None:
+        theirs.decoder.norm = None
+    theirs.load_state_dict(_stack_to_torch_state(model))
+    return theirs.train(model.training).to(model.generator.weight.device)
+
+
+def load_torch_transformer(model: Transformer, theirs: nn.Transformer) -> Transformer:
+    """Copy the stacks of a ``nn.Transformer`` into our ``model`` (in place; embeddings and output layer are
+    left alone). The two must have the same sizes; returns ``model``."""
+    _check_batch_first(theirs.encoder.layers[0])
+    state = theirs.state_dict()
+    out: dict[str, Tensor] = {}
+    for i in range(len(theirs.encoder.layers)):
+        p = f"encoder.layers.{i}."
+        out.update(_layer_from_torch_state(state, _ENCODER_NAMES, _ENCODER_ATTENTION, p, p))
+    for i in range(len(theirs.decoder.layers)):
+        p = f"decoder.layers.{i}."
+        out.update(_layer_from_torch_state(state, _DECODER_NAMES, _DECODER_ATTENTION, p, p))
+    for stack in ("encoder", "decoder"):
+        for name in ("weight", "bias"):
+            if f"{stack}.norm.{name}" in state:
+                out[f"{stack}.norm.{name}"] = state[f"{stack}.norm.{name}"]
+    ours_stacks = {k: v for k, v in model.state_dict().items() if k.startswith(("encoder.", "decoder."))}
+    missing = sorted(set(ours_stacks) - set(out))
+    extra = sorted(set(out) - set(ours_stacks))
+    if missing or extra:
+        raise ValueError(f"the two models differ in structure: missing {missing[:3]}, unexpected {extra[:3]}")
+    for key, value in out.items():
+        if ours_stacks[key].shape != value.shape:
+            raise ValueError(f"shape mismatch at {key}: ours {tuple(ours_stacks[key].shape)}, theirs {tuple(value.shape)}")
+    model.load_state_dict(out, strict=False)
+    return model

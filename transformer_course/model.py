@@ -1,0 +1,275 @@
+"""The whole model: a config dataclass with presets, the encoder and decoder stacks, and the Transformer."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from torch import Tensor, nn
+
+from .layers import ACTIVATIONS, DecoderLayer, EncoderLayer
+from .masks import causal_mask, decoder_self_mask, padding_mask
+from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding, TokenEmbedding
+
+POSITIONAL_KINDS = ("sinusoidal", "learned")
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Every size and switch of a :class:`Transformer`. Build one by hand or from a preset:
+    ``TransformerConfig.preset("base", src_vocab_size=..., tgt_vocab_size=...)``.
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 512
+    num_heads: int = 8
+    d_ff: int = 2048
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    dropout: float = 0.1
+    activation: str = "relu"
+    norm_first: bool = False  # False: Post-LN, as in the paper
+    final_norm: bool | None = None  # a LayerNorm after each stack; None: only for Pre-LN, where it is needed
+    layer_norm_eps: float = 1e-5
+    max_len: int = 512
+    positional: str = "sinusoidal"
+    share_embeddings: bool = False  # one embedding table for source and target (needs one vocabulary)
+    tie_output: bool = False  # the output projection reuses the target embedding matrix
+    pad_id: int | None = 0
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name in ("num_encoder_layers", "num_decoder_layers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        if self.positional not in POSITIONAL_KINDS:
+            raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got {self.positional!r}")
+        if self.positional == "sinusoidal" and self.d_model % 2:
+            raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError(
+                "share_embeddings needs one vocabulary, got src_vocab_size="
+                f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}"
+            )
+        if self.pad_id is not None and not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
+            raise ValueError(f"pad_id must be a valid id in both vocabularies, got {self.pad_id}")
+
+    @property
+    def use_final_norm(self) -> bool:
+        return self.norm_first if self.final_norm is None else self.final_norm
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> TransformerConfig:
+        """A named configuration (see ``PRESETS``) with any field overridden, vocabulary sizes included."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+        fields = dict(PRESETS[name])
+        fields.update(overrides)
+        missing = [f for f in ("src_vocab_size", "tgt_vocab_size") if f not in fields]
+        if missing:
+            raise ValueError(f"preset {name!r} needs {' and '.join(missing)}")
+        return cls(**fields)
+
+    def replace(self, **changes: Any) -> TransformerConfig:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # "Attention Is All You Need", Table 3, base model.
+    "base": dict(d_model=512, num_heads=8, d_ff=2048, num_encoder_layers=6, num_decoder_layers=6, dropout=0.1),
+    # The same paper's big model.
+    "big": dict(d_model=1024, num_heads=16, d_ff=4096, num_encoder_layers=6, num_decoder_layers=6, dropout=0.3),
+    # Small enough to train in seconds on a laptop CPU.
+    "tiny": dict(d_model=64, num_heads=4, d_ff=256, num_encoder_layers=2, num_decoder_layers=2, dropout=0.1),
+}
+
+
+class Encoder(nn.Module):
+    """A stack of :class:`EncoderLayer`, with an optional final LayerNorm (needed for Pre-LN).
+
+    x: (batch, len_s, d_model) embedded source -> (batch, len_s, d_model).
+    """
+
+    def __init__(
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        final_norm: bool | None = None,
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
+            for _ in range(num_layers)
+        )
+        use_norm = norm_first if final_norm is None else final_norm
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if use_norm else None
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x if self.norm is None else self.norm(x)
+
+
+class Decoder(nn.Module):
+    """A stack of :class:`DecoderLayer`, with an optional final LayerNorm (needed for Pre-LN).
+
+    x: (batch, len_t, d_model) embedded target; memory: (batch, len_s, d_model) -> (batch, len_t, d_model).
+    """
+
+    def __init__(
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        final_norm: bool | None = None,
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
+            for _ in range(num_layers)
+        )
+        use_norm = norm_first if final_norm is None else final_norm
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if use_norm else None
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+    ) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
+        return x if self.norm is None else self.norm(x)
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need".
+
+    ``forward(src, tgt)`` maps source ids (batch, len_s) and decoder input ids (batch, len_t) (the target
+    shifted right, starting with <bos>) to logits (batch, len_t, tgt_vocab_size).
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.config = config
+        c = config
+        self.src_embedding = TokenEmbedding(c.src_vocab_size, c.d_model, c.pad_id)
+        self.tgt_embedding = (
+            self.src_embedding if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
+        )
+        positional_cls = SinusoidalPositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
+        self.positional = positional_cls(c.d_model, c.max_len, c.dropout)
+        stack = dict(
+            d_model=c.d_model,
+            num_heads=c.num_heads,
+            d_ff=c.d_ff,
+            dropout=c.dropout,
+            activation=c.activation,
+            norm_first=c.norm_first,
+            final_norm=c.use_final_norm,
+            layer_norm_eps=c.layer_norm_eps,
+        )
+        self.encoder = Encoder(c.num_encoder_layers, **stack)
+        self.decoder = Decoder(c.num_decoder_layers, **stack)
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        self.reset_parameters()
+        if c.tie_output:
+            self.generator.weight = self.tgt_embedding.embedding.weight
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform for every matrix of the stacks and the output layer, zero biases; embeddings keep
+        their own N(0, 1/d_model) start (see :class:`TokenEmbedding`)."""
+        for module in (self.encoder, self.decoder, self.generator):
+            for name, p in module.named_parameters():
+                if p.dim() > 1:
+                    nn.init.xavier_uniform_(p)
+                elif name.endswith("bias") and "norm" not in name:
+                    nn.init.zeros_(p)
+        self.src_embedding.reset_parameters()
+        self.tgt_embedding.reset_parameters()
+
+    def _check_ids(self, ids: Tensor, name: str) -> None:
+        if ids.dim() != 2:
+            raise ValueError(f"{name} must have shape (batch, len) of token ids, got {tuple(ids.shape)}")
+        if ids.shape[1] > self.config.max_len:
+            raise ValueError(
+                f"{name} has length {ids.shape[1]}, longer than the positional table's max_len="
+                f"{self.config.max_len}"
+            )
+
+    def source_mask(self, src: Tensor) -> Tensor | None:
+        """Padding mask of the source, (batch, 1, 1, len_s), or None when the config has no pad_id."""
+        return None if self.config.pad_id is None else padding_mask(src, self.config.pad_id)
+
+    def target_mask(self, tgt: Tensor) -> Tensor:
+        """Causal mask combined with the target's padding, (batch, 1, len_t, len_t)."""
+        if self.config.pad_id is None:
+            return causal_mask(tgt.shape[1], tgt.device)
+        return decoder_self_mask(tgt, self.config.pad_id)
+
+    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """src: (batch, len_s) ids -> memory (batch, len_s, d_model). ``src_mask`` defaults to the padding mask."""
+        self._check_ids(src, "src")
+        if src_mask is None:
+            src_mask = self.source_mask(src)
+        return self.encoder(self.positional(self.src_embedding(src)), src_mask)
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+    ) -> Tensor:
+        """tgt: (batch, len_t) decoder input ids; memory: (batch, len_s, d_model) from :meth:`encode`.
+
+        src_mask: the source padding mask, broadcastable to (batch, heads, len_t, len_s); tgt_mask defaults to
+        causal + padding. Returns decoder states (batch, len_t, d_model); :attr:`generator` turns them into logits.
+        """
+        self._check_ids(tgt, "tgt")
+        if memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
+            raise ValueError(
+                f"memory must have shape (batch={tgt.shape[0]}, len_s, d_model), got {tuple(memory.shape)}"
+            )
+        if tgt_mask is None:
+            tgt_mask = self.target_mask(tgt)
+        return self.decoder(self.positional(self.tgt_embedding(tgt)), memory, tgt_mask, src_mask)
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """src: (batch, len_s), tgt: (batch, len_t) ids -> logits (batch, len_t, tgt_vocab_size)."""
+        self._check_ids(src, "src")
+        self._check_ids(tgt, "tgt")
+        if src.shape[0] != tgt.shape[0]:
+            raise ValueError(f"src and tgt must have the same batch size, got {src.shape[0]} and {tgt.shape[0]}")
+        src_mask = self.source_mask(src)
+        memory = self.encode(src, src_mask)
+        return self.generator(self.decode(tgt, memory, src_mask))

@@ -1,0 +1,52 @@
+"""Small helpers every notebook uses: seeding, choosing a device, counting parameters."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy and PyTorch (CPU and CUDA) so a run can be repeated exactly."""
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def get_device(prefer: str | None = None) -> torch.device:
+    """The best available device: CUDA, then Apple's MPS, then the CPU.
+
+    ``prefer`` ("cpu", "cuda", "mps") forces one and raises ``ValueError`` if it is not available.
+    """
+    available = {"cpu": True, "cuda": torch.cuda.is_available()}
+    mps = getattr(torch.backends, "mps", None)
+    available["mps"] = bool(mps is not None and mps.is_available())
+    if prefer is not None:
+        if prefer not in available:
+            raise ValueError(f"prefer must be one of {sorted(available)}, got {prefer!r}")
+        if not available[prefer]:
+            raise ValueError(f"device {prefer!r} was asked for but is not available on this machine")
+        return torch.device(prefer)
+    for name in ("cuda", "mps"):
+        if available[name]:
+            return torch.device(name)
+    return torch.device("cpu")
+
+
+def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
+    """Number of distinct parameters in ``module`` (a tied weight is counted once)."""
+    seen: set[int] = set()
+    total = 0
+    for p in module.parameters():
+        if id(p) in seen or (trainable_only and not p.requires_grad):
+            continue
+        seen.add(id(p))
+        total += p.numel()
+    return total

@@ -1,0 +1,119 @@
+"""Plots shared by the notebooks: one style, attention heatmaps with token labels, the architecture diagram."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from torch import Tensor
+
+
+def set_style() -> None:
+    """The course's one plotting style: white grid, readable font sizes, a fixed figure size and DPI."""
+    sns.set_theme(style="whitegrid", context="notebook")
+    plt.rcParams.update({"figure.figsize": (6.4, 4.0), "figure.dpi": 90, "savefig.dpi": 110, "axes.titlesize": 12})
+
+
+def plot_attention(
+    weights: Tensor,
+    query_labels: Sequence[str] | None = None,
+    key_labels: Sequence[str] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+    annotate: bool = False,
+) -> Axes:
+    """Heatmap of one attention matrix.
+
+    weights: (len_q, len_k), rows are queries (y axis), columns keys (x axis); values in [0, 1].
+    """
+    if weights.dim() != 2:
+        raise ValueError(f"weights must be one (len_q, len_k) matrix, got shape {tuple(weights.shape)}")
+    len_q, len_k = weights.shape
+    for name, labels, n in (("query_labels", query_labels, len_q), ("key_labels", key_labels, len_k)):
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"{name} has {len(labels)} labels, expected {n}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.45 * len_k + 2.0, 0.4 * len_q + 1.2))
+    sns.heatmap(
+        weights.detach().cpu().float().numpy(),
+        ax=ax,
+        vmin=0.0,
+        vmax=1.0,
+        cmap="viridis",
+        square=True,
+        annot=annotate,
+        fmt=".2f",
+        cbar_kws={"label": "attention weight"},
+        xticklabels=list(key_labels) if key_labels is not None else "auto",
+        yticklabels=list(query_labels) if query_labels is not None else "auto",
+    )
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    ax.tick_params(axis="x", rotation=90)
+    ax.tick_params(axis="y", rotation=0)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def _box(ax: Axes, x: float, y: float, w: float, h: float, text: str, color: str) -> None:
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.08", fc=color, ec="0.25"))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=9)
+
+
+def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float]) -> None:
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color="0.25", lw=1.2))
+
+
+def draw_architecture() -> Figure:
+    """The encoder-decoder Transformer as a block diagram (Post-LN, as in the paper)."""
+    fig, ax = plt.subplots(figsize=(8.0, 7.2))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 11)
+    ax.axis("off")
+    attention, ffn, norm, embed, out = "#f7c6a3", "#a8d5ba", "#f3e79b", "#c9d7f0", "#e0c3e8"
+    # encoder (left)
+    ax.add_patch(FancyBboxPatch((0.6, 3.0), 3.6, 4.3, boxstyle="round,pad=0.1", fc="0.96", ec="0.5", ls="--"))
+    ax.text(0.45, 5.15, "N x", ha="right", va="center", fontsize=11)
+    _box(ax, 1.0, 3.3, 2.8, 0.55, "Multi-head self-attention", attention)
+    _box(ax, 1.0, 4.05, 2.8, 0.45, "Add & LayerNorm", norm)
+    _box(ax, 1.0, 4.95, 2.8, 0.55, "Feed-forward", ffn)
+    _box(ax, 1.0, 5.7, 2.8, 0.45, "Add & LayerNorm", norm)
+    ax.text(2.4, 6.75, "Encoder", ha="center", fontsize=11, weight="bold")
+    _box(ax, 1.0, 1.6, 2.8, 0.6, "Embedding x sqrt(d_model)\n+ positional encoding", embed)
+    ax.text(2.4, 0.9, "source tokens", ha="center", fontsize=10)
+    _arrow(ax, (2.4, 1.1), (2.4, 1.6))
+    _arrow(ax, (2.4, 2.2), (2.4, 3.3))
+    for y0, y1 in ((3.85, 4.05), (4.5, 4.95), (5.5, 5.7)):
+        _arrow(ax, (2.4, y0), (2.4, y1))
+    # decoder (right)
+    ax.add_patch(FancyBboxPatch((5.6, 3.0), 3.6, 5.8, boxstyle="round,pad=0.1", fc="0.96", ec="0.5", ls="--"))
+    ax.text(9.45, 5.9, "x N", ha="left", va="center", fontsize=11)
+    _box(ax, 6.0, 3.3, 2.8, 0.55, "Masked multi-head\nself-attention", attention)
+    _box(ax, 6.0, 4.05, 2.8, 0.45, "Add & LayerNorm", norm)
+    _box(ax, 6.0, 4.8, 2.8, 0.55, "Multi-head cross-attention", attention)
+    _box(ax, 6.0, 5.55, 2.8, 0.45, "Add & LayerNorm", norm)
+    _box(ax, 6.0, 6.45, 2.8, 0.55, "Feed-forward", ffn)
+    _box(ax, 6.0, 7.2, 2.8, 0.45, "Add & LayerNorm", norm)
+    ax.text(7.4, 9.05, "Decoder", ha="center", fontsize=11, weight="bold")
+    _box(ax, 6.0, 1.6, 2.8, 0.6, "Embedding x sqrt(d_model)\n+ positional encoding", embed)
+    ax.text(7.4, 0.9, "target tokens, shifted right", ha="center", fontsize=10)
+    _arrow(ax, (7.4, 1.1), (7.4, 1.6))
+    _arrow(ax, (7.4, 2.2), (7.4, 3.3))
+    for y0, y1 in ((3.85, 4.05), (4.5, 4.8), (5.35, 5.55), (6.0, 6.45), (7.0, 7.2)):
+        _arrow(ax, (7.4, y0), (7.4, y1))
+    _box(ax, 6.0, 9.5, 2.8, 0.5, "Linear + softmax", out)
+    _arrow(ax, (7.4, 7.65), (7.4, 9.5))
+    ax.text(7.4, 10.4, "next-token probabilities", ha="center", fontsize=10)
+    _arrow(ax, (7.4, 10.0), (7.4, 10.25))
+    # encoder output feeds every decoder layer's cross-attention as K and V
+    _arrow(ax, (2.4, 6.15), (2.4, 6.5))
+    ax.plot([2.4, 2.4, 5.0, 5.0], [6.5, 6.6, 6.6, 5.07], color="0.25", lw=1.2)
+    _arrow(ax, (5.0, 5.07), (6.0, 5.07))
+    ax.text(5.05, 6.7, "memory (K, V)", fontsize=9, ha="center")
+    ax.set_title("The Transformer (Vaswani et al., 2017)", fontsize=12)
+    return fig
