@@ -8,6 +8,8 @@ Every PyTorch module made here is ``batch_first=True`` and starts in the same tr
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -125,8 +127,14 @@ def encoder_layer_to_torch(layer: EncoderLayer) -> nn.TransformerEncoderLayer:
     """A ``nn.TransformerEncoderLayer(batch_first=True)`` with our layer's weights and settings."""
     attention, ff, norm = layer.self_attention, layer.feed_forward, layer.self_attention_residual
     theirs = nn.TransformerEncoderLayer(
-        attention.d_model, attention.num_heads, ff.linear1.out_features, dropout=layer.feed_forward.dropout.p,
-        activation=ff.activation, layer_norm_eps=norm.norm.eps, batch_first=True, norm_first=norm.norm_first,
+        attention.d_model,
+        attention.num_heads,
+        ff.linear1.out_features,
+        dropout=layer.feed_forward.dropout.p,
+        activation=ff.activation,
+        layer_norm_eps=norm.norm.eps,
+        batch_first=True,
+        norm_first=norm.norm_first,
     )
     theirs.load_state_dict(_layer_to_torch_state(layer.state_dict(), _ENCODER_NAMES, _ENCODER_ATTENTION))
     return theirs.train(layer.training).to(attention.w_q.weight.device)
@@ -136,8 +144,13 @@ def encoder_layer_from_torch(theirs: nn.TransformerEncoderLayer) -> EncoderLayer
     """Our :class:`EncoderLayer` with the weights and settings of a ``nn.TransformerEncoderLayer``."""
     _check_batch_first(theirs)
     ours = EncoderLayer(
-        theirs.self_attn.embed_dim, theirs.self_attn.num_heads, theirs.linear1.out_features, theirs.dropout.p,
-        _activation_name(theirs), theirs.norm_first, theirs.norm1.eps,
+        theirs.self_attn.embed_dim,
+        theirs.self_attn.num_heads,
+        theirs.linear1.out_features,
+        theirs.dropout.p,
+        _activation_name(theirs),
+        theirs.norm_first,
+        theirs.norm1.eps,
     )
     ours.load_state_dict(_layer_from_torch_state(theirs.state_dict(), _ENCODER_NAMES, _ENCODER_ATTENTION))
     return ours.train(theirs.training).to(theirs.linear1.weight.device)
@@ -147,8 +160,14 @@ def decoder_layer_to_torch(layer: DecoderLayer) -> nn.TransformerDecoderLayer:
     """A ``nn.TransformerDecoderLayer(batch_first=True)`` with our layer's weights and settings."""
     attention, ff, norm = layer.self_attention, layer.feed_forward, layer.self_attention_residual
     theirs = nn.TransformerDecoderLayer(
-        attention.d_model, attention.num_heads, ff.linear1.out_features, dropout=layer.feed_forward.dropout.p,
-        activation=ff.activation, layer_norm_eps=norm.norm.eps, batch_first=True, norm_first=norm.norm_first,
+        attention.d_model,
+        attention.num_heads,
+        ff.linear1.out_features,
+        dropout=layer.feed_forward.dropout.p,
+        activation=ff.activation,
+        layer_norm_eps=norm.norm.eps,
+        batch_first=True,
+        norm_first=norm.norm_first,
     )
     theirs.load_state_dict(_layer_to_torch_state(layer.state_dict(), _DECODER_NAMES, _DECODER_ATTENTION))
     return theirs.train(layer.training).to(attention.w_q.weight.device)
@@ -158,8 +177,13 @@ def decoder_layer_from_torch(theirs: nn.TransformerDecoderLayer) -> DecoderLayer
     """Our :class:`DecoderLayer` with the weights and settings of a ``nn.TransformerDecoderLayer``."""
     _check_batch_first(theirs)
     ours = DecoderLayer(
-        theirs.self_attn.embed_dim, theirs.self_attn.num_heads, theirs.linear1.out_features, theirs.dropout.p,
-        _activation_name(theirs), theirs.norm_first, theirs.norm1.eps,
+        theirs.self_attn.embed_dim,
+        theirs.self_attn.num_heads,
+        theirs.linear1.out_features,
+        theirs.dropout.p,
+        _activation_name(theirs),
+        theirs.norm_first,
+        theirs.norm1.eps,
     )
     ours.load_state_dict(_layer_from_torch_state(theirs.state_dict(), _DECODER_NAMES, _DECODER_ATTENTION))
     return ours.train(theirs.training).to(theirs.linear1.weight.device)
@@ -168,19 +192,18 @@ def decoder_layer_from_torch(theirs: nn.TransformerDecoderLayer) -> DecoderLayer
 # ---- the whole model ---------------------------------------------------------------------------------
 
 
-def _stack_to_torch_state(model: Transformer) -> dict[str, Tensor]:
-    state = model.state_dict()
+def _stacks_state(state: dict[str, Tensor], num_encoder: int, num_decoder: int, to_torch: bool) -> dict[str, Tensor]:
+    """Translate the encoder and decoder stacks' weights between our names and nn.Transformer's."""
+    convert = _layer_to_torch_state if to_torch else _layer_from_torch_state
     out: dict[str, Tensor] = {}
-    for i in range(len(model.encoder.layers)):
-        out.update(
-            _layer_to_torch_state(state, _ENCODER_NAMES, _ENCODER_ATTENTION, f"encoder.layers.{i}.", f"encoder.layers.{i}.")
-        )
-    for i in range(len(model.decoder.layers)):
-        out.update(
-            _layer_to_torch_state(state, _DECODER_NAMES, _DECODER_ATTENTION, f"decoder.layers.{i}.", f"decoder.layers.{i}.")
-        )
-    for stack in ("encoder", "decoder"):
-        for p in ("weight", "bias"):
+    for stack, count, names, attention in (
+        ("encoder", num_encoder, _ENCODER_NAMES, _ENCODER_ATTENTION),
+        ("decoder", num_decoder, _DECODER_NAMES, _DECODER_ATTENTION),
+    ):
+        for i in range(count):
+            prefix = f"{stack}.layers.{i}."
+            out.update(convert(state, names, attention, prefix, prefix))
+        for p in ("weight", "bias"):  # the optional final LayerNorm has the same name on both sides
             if f"{stack}.norm.{p}" in state:
                 out[f"{stack}.norm.{p}"] = state[f"{stack}.norm.{p}"]
     return out
@@ -194,15 +217,26 @@ def transformer_to_torch(model: Transformer) -> nn.Transformer:
     Where our model has no final LayerNorm (Post-LN, the paper's default), the PyTorch stack's is removed.
     """
     c = model.config
-    theirs = nn.Transformer(
-        c.d_model, c.num_heads, c.num_encoder_layers, c.num_decoder_layers, c.d_ff, c.dropout,
-        activation=c.activation, layer_norm_eps=c.layer_norm_eps, batch_first=True, norm_first=c.norm_first,
-    )
+    with warnings.catch_warnings():
+        # PyTorch warns that its nested-tensor fast path is off for Pre-LN; that changes speed, not results
+        warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
+        theirs = nn.Transformer(
+            c.d_model,
+            c.num_heads,
+            c.num_encoder_layers,
+            c.num_decoder_layers,
+            c.d_ff,
+            c.dropout,
+            activation=c.activation,
+            layer_norm_eps=c.layer_norm_eps,
+            batch_first=True,
+            norm_first=c.norm_first,
+        )
     if model.encoder.norm is None:
         theirs.encoder.norm = None
     if model.decoder.norm is None:
         theirs.decoder.norm = None
-    theirs.load_state_dict(_stack_to_torch_state(model))
+    theirs.load_state_dict(_stacks_state(model.state_dict(), c.num_encoder_layers, c.num_decoder_layers, to_torch=True))
     return theirs.train(model.training).to(model.generator.weight.device)
 
 
@@ -210,18 +244,7 @@ def load_torch_transformer(model: Transformer, theirs: nn.Transformer) -> Transf
     """Copy the stacks of a ``nn.Transformer`` into our ``model`` (in place; embeddings and output layer are
     left alone). The two must have the same sizes; returns ``model``."""
     _check_batch_first(theirs.encoder.layers[0])
-    state = theirs.state_dict()
-    out: dict[str, Tensor] = {}
-    for i in range(len(theirs.encoder.layers)):
-        p = f"encoder.layers.{i}."
-        out.update(_layer_from_torch_state(state, _ENCODER_NAMES, _ENCODER_ATTENTION, p, p))
-    for i in range(len(theirs.decoder.layers)):
-        p = f"decoder.layers.{i}."
-        out.update(_layer_from_torch_state(state, _DECODER_NAMES, _DECODER_ATTENTION, p, p))
-    for stack in ("encoder", "decoder"):
-        for name in ("weight", "bias"):
-            if f"{stack}.norm.{name}" in state:
-                out[f"{stack}.norm.{name}"] = state[f"{stack}.norm.{name}"]
+    out = _stacks_state(theirs.state_dict(), len(theirs.encoder.layers), len(theirs.decoder.layers), to_torch=False)
     ours_stacks = {k: v for k, v in model.state_dict().items() if k.startswith(("encoder.", "decoder."))}
     missing = sorted(set(ours_stacks) - set(out))
     extra = sorted(set(out) - set(ours_stacks))
@@ -229,6 +252,7 @@ def load_torch_transformer(model: Transformer, theirs: nn.Transformer) -> Transf
         raise ValueError(f"the two models differ in structure: missing {missing[:3]}, unexpected {extra[:3]}")
     for key, value in out.items():
         if ours_stacks[key].shape != value.shape:
-            raise ValueError(f"shape mismatch at {key}: ours {tuple(ours_stacks[key].shape)}, theirs {tuple(value.shape)}")
+            ours_shape, their_shape = tuple(ours_stacks[key].shape), tuple(value.shape)
+            raise ValueError(f"shape mismatch at {key}: ours {ours_shape}, theirs {their_shape}")
     model.load_state_dict(out, strict=False)
     return model
