@@ -13,9 +13,26 @@ from torch import Tensor
 
 
 def set_style() -> None:
-    """The course's one plotting style: white grid, readable font sizes, a fixed figure size and DPI."""
+    """The course's one plotting style: white grid, readable font sizes, a fixed figure size and DPI.
+
+    Inside IPython it also shows figures as images only, without the text line "<Figure size ...>" that
+    Jupyter stores beside each image (a machine-specific object repr in the committed outputs).
+    """
     sns.set_theme(style="whitegrid", context="notebook")
     plt.rcParams.update({"figure.figsize": (6.4, 4.0), "figure.dpi": 90, "savefig.dpi": 110, "axes.titlesize": 12})
+    _hide_figure_text_repr()
+
+
+def _hide_figure_text_repr() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        # loading the inline backend resets the figure formatters, so load it first (by making a figure)
+        plt.close(plt.figure())
+        shell.display_formatter.formatters["text/plain"].for_type(Figure, lambda fig, printer, cycle: None)
 
 
 def plot_attention(
@@ -83,7 +100,7 @@ def draw_architecture() -> Figure:
     _box(ax, 1.0, 4.05, 2.8, 0.45, "Add & LayerNorm", norm)
     _box(ax, 1.0, 4.95, 2.8, 0.55, "Feed-forward", ffn)
     _box(ax, 1.0, 5.7, 2.8, 0.45, "Add & LayerNorm", norm)
-    ax.text(2.4, 6.75, "Encoder", ha="center", fontsize=11, weight="bold")
+    ax.text(2.4, 6.55, "Encoder", ha="center", fontsize=11, weight="bold")
     _box(ax, 1.0, 1.6, 2.8, 0.6, "Embedding x sqrt(d_model)\n+ positional encoding", embed)
     ax.text(2.4, 0.9, "source tokens", ha="center", fontsize=10)
     _arrow(ax, (2.4, 1.1), (2.4, 1.6))
@@ -111,9 +128,78 @@ def draw_architecture() -> Figure:
     ax.text(7.4, 10.4, "next-token probabilities", ha="center", fontsize=10)
     _arrow(ax, (7.4, 10.0), (7.4, 10.25))
     # encoder output feeds every decoder layer's cross-attention as K and V
-    _arrow(ax, (2.4, 6.15), (2.4, 6.5))
-    ax.plot([2.4, 2.4, 5.0, 5.0], [6.5, 6.6, 6.6, 5.07], color="0.25", lw=1.2)
-    _arrow(ax, (5.0, 5.07), (6.0, 5.07))
-    ax.text(5.05, 6.7, "memory (K, V)", fontsize=9, ha="center")
+    ax.plot([3.8, 4.6, 4.6], [5.92, 5.92, 5.07], color="0.25", lw=1.2)
+    _arrow(ax, (4.6, 5.07), (6.0, 5.07))
+    ax.text(5.1, 4.75, "memory\n(K, V)", fontsize=9, ha="center", va="top")
     ax.set_title("The Transformer (Vaswani et al., 2017)", fontsize=12)
     return fig
+
+
+def plot_position_pair(table: Tensor, pos_a: int, pos_b: int, dims: tuple[int, int] | None = None) -> Figure:
+    """Compare two rows of a positional-encoding table over a range of dimensions (notebook 03's widget).
+
+    table: (max_len, d_model); pos_a, pos_b: row indices; dims: (first, last) dimension shown, inclusive
+    (default: all). The top panel shows PE(pos_a) and PE(pos_b); the bottom one their product per dimension,
+    whose sum over all dimensions is the dot product PE(pos_a) . PE(pos_b).
+    """
+    if table.dim() != 2:
+        raise ValueError(f"table must be (max_len, d_model), got shape {tuple(table.shape)}")
+    max_len, d_model = table.shape
+    for name, pos in (("pos_a", pos_a), ("pos_b", pos_b)):
+        if not 0 <= pos < max_len:
+            raise ValueError(f"{name} must be in [0, {max_len}), got {pos}")
+    first, last = (0, d_model - 1) if dims is None else dims
+    if not 0 <= first <= last < d_model:
+        raise ValueError(f"dims must satisfy 0 <= first <= last < {d_model}, got {dims}")
+    a, b = table[pos_a].detach().cpu().double(), table[pos_b].detach().cpu().double()
+    cosine = float((a @ b) / (a.norm() * b.norm()))
+    shown = slice(first, last + 1)
+    index = list(range(first, last + 1))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8.0, 4.6), sharex=True, height_ratios=(3, 2))
+    top.plot(index, a[shown].numpy(), "o-", ms=3, lw=1, label=f"PE({pos_a})")
+    top.plot(index, b[shown].numpy(), "s--", ms=3, lw=1, label=f"PE({pos_b})")
+    top.set_ylim(-1.15, 1.15)
+    top.set_ylabel("value")
+    top.legend(loc="upper right", fontsize=9)
+    top.set_title(
+        f"positions {pos_a} and {pos_b} (offset {abs(pos_b - pos_a)}): dot product {float(a @ b):.2f}, "
+        f"cosine {cosine:.3f} over all {d_model} dims"
+    )
+    bottom.bar(index, (a * b)[shown].numpy(), color="0.45")
+    bottom.axhline(0.0, color="0.2", lw=0.8)
+    bottom.set_ylim(-1.1, 1.1)
+    bottom.set_ylabel("product")
+    bottom.set_xlabel("dimension (low = fast-turning, high = slow)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_softmax_row(
+    scores: Tensor,
+    labels: Sequence[str],
+    temperature: float = 1.0,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Bar chart of softmax(scores / temperature) for one query's row of scores (notebook 04's widget).
+
+    scores: (len_k,) raw scores of one query against every key; labels: len_k key names.
+    The title gives the temperature, the largest weight and the entropy in nats.
+    """
+    if scores.dim() != 1:
+        raise ValueError(f"scores must be one row (len_k,), got shape {tuple(scores.shape)}")
+    if len(labels) != scores.shape[0]:
+        raise ValueError(f"got {len(labels)} labels for {scores.shape[0]} scores")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    weights = (scores.detach().cpu().double() / temperature).softmax(dim=-1)
+    entropy = float(-(weights * weights.clamp_min(1e-300).log()).sum())
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.55 * len(labels) + 2.0, 3.0))
+    ax.bar(range(len(labels)), weights.numpy(), color=sns.color_palette("viridis", len(labels)))
+    ax.set_xticks(range(len(labels)), list(labels), rotation=45, ha="right")
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel("attention weight")
+    heading = f"T = {temperature:.2f}: max weight {float(weights.max()):.2f}, entropy {entropy:.2f} nats"
+    ax.set_title(f"{title}\n{heading}" if title else heading, fontsize=10)
+    return ax
