@@ -35,6 +35,42 @@ class FeedForward(nn.Module):
         return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))
 
 
+class SwiGLUFeedForward(nn.Module):
+    """Gated feed-forward network (Shazeer, 2020; used by PaLM and LLaMA): w_down(dropout(silu(w_gate x) * w_up x)).
+
+    x: (batch, len, d_model) -> (batch, len, d_model), the same at every position. It has three matrices where
+    :class:`FeedForward` has two, so ``d_ff = round(2/3 * 4 d_model)`` keeps the parameter count of a ReLU FFN
+    with ``d_ff = 4 d_model`` (see :meth:`matched_d_ff`). No biases by default, as in LLaMA.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, bias: bool = False) -> None:
+        super().__init__()
+        for name, value in (("d_model", d_model), ("d_ff", d_ff)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_model = d_model
+        self.d_ff = d_ff
+        self.w_gate = nn.Linear(d_model, d_ff, bias=bias)
+        self.w_up = nn.Linear(d_model, d_ff, bias=bias)
+        self.w_down = nn.Linear(d_ff, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    @staticmethod
+    def matched_d_ff(d_ff: int) -> int:
+        """The hidden size that gives a SwiGLU FFN (three matrices) the weights of a two-matrix FFN of size d_ff."""
+        if not isinstance(d_ff, int) or d_ff < 1:
+            raise ValueError(f"d_ff must be a positive int, got {d_ff!r}")
+        return max(1, round(2 * d_ff / 3))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., d_model) -> (..., d_model)."""
+        if x.dim() < 1 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (..., d_model={self.d_model}), got {tuple(x.shape)}")
+        return self.w_down(self.dropout(F.silu(self.w_gate(x)) * self.w_up(x)))
+
+
 class Residual(nn.Module):
     """A residual connection with LayerNorm around a sub-layer f.
 

@@ -1,0 +1,112 @@
+"""The checkers of notebook 08 accept the reference solutions and reject typical mistakes."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from transformer_course.exercises import encoder_decoder as ex
+
+
+def test_shift_right_checker(capsys):
+    assert ex.check_shift_right(ex.shift_right_reference)
+    assert "correct" in capsys.readouterr().out
+
+    def stub(t, bos, pad, eos):
+        raise NotImplementedError
+
+    assert not ex.check_shift_right(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+
+    def keeps_eos(t, bos, pad, eos):
+        return torch.cat([torch.full_like(t[:, :1], bos), t[:, :-1]], 1)
+
+    def no_drop(t, bos, pad, eos):
+        return torch.cat([torch.full_like(t[:, :1], bos), t], 1)
+
+    def left(t, bos, pad, eos):
+        out = torch.cat([t[:, 1:], torch.full_like(t[:, :1], pad)], 1)
+        out[:, 0] = bos
+        return out
+
+    def in_place(t, bos, pad, eos):
+        t[t == eos] = pad
+        return torch.cat([torch.full_like(t[:, :1], bos), t[:, :-1]], 1)
+
+    def as_float(t, bos, pad, eos):
+        return ex.shift_right_reference(t, bos, pad, eos).float()
+
+    mistakes = {"never an input": keeps_eos, "drop the last column": no_drop, "wrong way": left,
+                "in place": in_place, "integers": as_float}  # fmt: skip
+    for hint, wrong in mistakes.items():
+        assert not ex.check_shift_right(wrong)
+        assert hint in capsys.readouterr().out
+
+
+def test_cross_attention_checker(capsys):
+    assert ex.check_cross_attention(ex.cross_attention_reference)
+    assert "correct" in capsys.readouterr().out
+
+    def stub(*args):
+        raise NotImplementedError
+
+    assert not ex.check_cross_attention(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+
+    def swapped(y, m, wq, wk, wv, mask):  # queries from the encoder, keys and values from the decoder
+        return F.softmax((m @ wq) @ (y @ wk).transpose(-2, -1) / 2.0, -1) @ (y @ wv)
+
+    def unscaled(y, m, wq, wk, wv, mask):
+        s = ((y @ wq) @ (m @ wk).transpose(-2, -1)).masked_fill(~mask[:, None], float("-inf"))
+        return F.softmax(s, -1) @ (m @ wv)
+
+    def unmasked(y, m, wq, wk, wv, mask):
+        return F.softmax((y @ wq) @ (m @ wk).transpose(-2, -1) / math.sqrt(wq.shape[1]), -1) @ (m @ wv)
+
+    def wrong_axis(y, m, wq, wk, wv, mask):
+        s = ((y @ wq) @ (m @ wk).transpose(-2, -1) / 2.0).masked_fill(~mask[:, None], -1e9)
+        return F.softmax(s, 1) @ (m @ wv)
+
+    mistakes = {"queries must come from the decoder": swapped, "sqrt(d_k)": unscaled, "src_mask": unmasked,
+                "differs": wrong_axis}  # fmt: skip
+    for hint, wrong in mistakes.items():
+        assert not ex.check_cross_attention(wrong)
+        assert hint in capsys.readouterr().out
+
+
+def test_parameter_formula_checker(capsys):
+    assert ex.check_parameter_formula(ex.parameter_formula_reference)
+    assert "correct" in capsys.readouterr().out
+
+    def stub(*args):
+        raise NotImplementedError
+
+    assert not ex.check_parameter_formula(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+
+    def make(attn_dec=2, norm=True, emb_times=1, out_bias=True):
+        def formula(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
+            a = 4 * (d_model * d_model + d_model)
+            f = 2 * d_model * d_ff + d_ff + d_model
+            n = 2 * d_model if norm else 0
+            enc = a + f + 2 * n
+            dec = attn_dec * a + f + 3 * n
+            total = num_encoder_layers * enc + num_decoder_layers * dec + emb_times * vocab_size * d_model
+            return total + (vocab_size if out_bias else 0)
+
+        return formula
+
+    mistakes = {
+        "cross-attention": make(attn_dec=1),
+        "LayerNorm": make(norm=False),
+        "count it once": make(emb_times=2),
+        "embedding table (vocab_size x d_model) is missing": make(emb_times=0),
+        "own bias": make(out_bias=False),
+    }
+    for hint, wrong in mistakes.items():
+        assert not ex.check_parameter_formula(wrong)
+        assert hint in capsys.readouterr().out
+    assert not ex.check_parameter_formula(lambda *args: 12345)
+    assert "expected" in capsys.readouterr().out
+    assert not ex.check_parameter_formula(lambda *args: 1.5)
+    assert "should return an int" in capsys.readouterr().out
