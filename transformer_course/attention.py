@@ -59,6 +59,28 @@ def scaled_dot_product_attention(
     return weights @ v, weights
 
 
+class KVCache:
+    """Keys and values of one attention module, kept between calls for incremental (token by token) decoding.
+
+    ``static=False`` (decoder self-attention): each call appends the new positions' K and V to the cache.
+    ``static=True`` (cross-attention): K and V of the encoder output are computed on the first call and reused.
+    ``k`` and ``v`` are (batch, heads, len_cached, d_k) once filled.
+    """
+
+    def __init__(self, static: bool = False) -> None:
+        self.static = static
+        self.k: Tensor | None = None
+        self.v: Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (a 1-D long tensor), e.g. after beam search picks its survivors."""
+        if self.k is not None and self.v is not None:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate projections W_Q, W_K, W_V and W_O.
 
@@ -108,13 +130,15 @@ class MultiHeadAttention(nn.Module):
         key: Tensor | None = None,
         value: Tensor | None = None,
         mask: Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> Tensor:
         """Self-attention when only ``query`` is given; cross-attention when ``key`` (and ``value``) come from
         another sequence.
 
         query: (batch, len_q, d_model); key, value: (batch, len_k, d_model) (default: ``query``).
         mask: bool, (len_q, len_k) or 4-D broadcastable to (batch, heads, len_q, len_k); ``True`` = may attend.
-        Returns (batch, len_q, d_model).
+        cache: optional :class:`KVCache` for incremental decoding; with it, len_k counts the cached positions
+        too (the mask must cover them). Returns (batch, len_q, d_model).
         """
         key = query if key is None else key
         value = key if value is None else value
@@ -130,11 +154,18 @@ class MultiHeadAttention(nn.Module):
             )
         if key.shape[1] != value.shape[1]:
             raise ValueError(f"key and value must have the same length, got {key.shape[1]} and {value.shape[1]}")
-        if mask is not None:
-            check_mask(mask, query.shape[0], self.num_heads, query.shape[1], key.shape[1])
         q = self.split_heads(self.w_q(query))  # (batch, heads, len_q, d_k)
-        k = self.split_heads(self.w_k(key))  # (batch, heads, len_k, d_k)
-        v = self.split_heads(self.w_v(value))  # (batch, heads, len_k, d_k)
+        if cache is not None and cache.static and cache.k is not None:
+            k, v = cache.k, cache.v  # cross-attention: the memory's K and V were computed on the first step
+        else:
+            k = self.split_heads(self.w_k(key))  # (batch, heads, len_k, d_k)
+            v = self.split_heads(self.w_v(value))  # (batch, heads, len_k, d_k)
+            if cache is not None:
+                if cache.k is not None:  # self-attention: append the new positions to the cached ones
+                    k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
+                cache.k, cache.v = k, v
+        if mask is not None:
+            check_mask(mask, query.shape[0], self.num_heads, query.shape[1], k.shape[2])
         out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)
         self.attention_weights = weights.detach()
         return self.w_o(self.merge_heads(out))

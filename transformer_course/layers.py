@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention
+from .attention import KVCache, MultiHeadAttention
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
@@ -142,12 +142,18 @@ class DecoderLayer(nn.Module):
         memory: Tensor,
         self_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
+        cache: tuple[KVCache, KVCache] | None = None,
     ) -> Tensor:
         """x: (batch, len_t, d_model) target states; memory: (batch, len_s, d_model) encoder output.
 
         self_mask broadcasts to (batch, heads, len_t, len_t) (causal, usually with padding);
         memory_mask broadcasts to (batch, heads, len_t, len_s) (the source padding). Returns (batch, len_t, d_model).
+        cache: optional (self-attention, cross-attention) :class:`KVCache` pair for incremental decoding; then
+        ``x`` holds only the new positions and self_mask spans (len_t, cached + len_t).
         """
-        x = self.self_attention_residual(x, lambda h: self.self_attention(h, mask=self_mask))
-        x = self.cross_attention_residual(x, lambda h: self.cross_attention(h, memory, memory, mask=memory_mask))
+        self_cache, cross_cache = (None, None) if cache is None else cache
+        x = self.self_attention_residual(x, lambda h: self.self_attention(h, mask=self_mask, cache=self_cache))
+        x = self.cross_attention_residual(
+            x, lambda h: self.cross_attention(h, memory, memory, mask=memory_mask, cache=cross_cache)
+        )
         return self.feed_forward_residual(x, self.feed_forward)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
+from .attention import KVCache
 from .layers import ACTIVATIONS, DecoderLayer, EncoderLayer
 from .masks import causal_mask, decoder_self_mask, padding_mask
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding, TokenEmbedding
@@ -165,9 +167,13 @@ class Decoder(nn.Module):
         memory: Tensor,
         self_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
+        cache: list[tuple[KVCache, KVCache]] | None = None,
     ) -> Tensor:
-        for layer in self.layers:
-            x = layer(x, memory, self_mask, memory_mask)
+        """cache: optional, one (self, cross) :class:`KVCache` pair per layer, for incremental decoding."""
+        if cache is not None and len(cache) != len(self.layers):
+            raise ValueError(f"cache must hold one entry per decoder layer ({len(self.layers)}), got {len(cache)}")
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, self_mask, memory_mask, cache=None if cache is None else cache[i])
         return x if self.norm is None else self.norm(x)
 
 
@@ -249,11 +255,17 @@ class Transformer(nn.Module):
         memory: Tensor,
         src_mask: Tensor | None = None,
         tgt_mask: Tensor | None = None,
+        cache: list[tuple[KVCache, KVCache]] | None = None,
+        offset: int = 0,
     ) -> Tensor:
         """tgt: (batch, len_t) decoder input ids; memory: (batch, len_s, d_model) from :meth:`encode`.
 
         src_mask: the source padding mask, broadcastable to (batch, heads, len_t, len_s); tgt_mask defaults to
         causal + padding. Returns decoder states (batch, len_t, d_model); :attr:`generator` turns them into logits.
+
+        Incremental decoding: pass ``cache`` (one (self, cross) :class:`KVCache` pair per decoder layer, see
+        :meth:`new_cache`) and ``offset`` = the number of positions already decoded; ``tgt`` then holds only the
+        new positions, and tgt_mask defaults to causal over (len_t, offset + len_t) (no target padding).
         """
         self._check_ids(tgt, "tgt")
         if memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
@@ -261,8 +273,18 @@ class Transformer(nn.Module):
                 f"memory must have shape (batch={tgt.shape[0]}, len_s, d_model), got {tuple(memory.shape)}"
             )
         if tgt_mask is None:
-            tgt_mask = self.target_mask(tgt)
-        return self.decoder(self.positional(self.tgt_embedding(tgt)), memory, tgt_mask, src_mask)
+            if cache is None and offset == 0:
+                tgt_mask = self.target_mask(tgt)
+            else:  # new position i may see every cached position and the new ones up to itself
+                length = tgt.shape[1]
+                tgt_mask = torch.ones(length, offset + length, dtype=torch.bool, device=tgt.device)
+                tgt_mask = tgt_mask.tril(diagonal=offset)[None, None]
+        x = self.positional(self.tgt_embedding(tgt), offset=offset)
+        return self.decoder(x, memory, tgt_mask, src_mask, cache=cache)
+
+    def new_cache(self) -> list[tuple[KVCache, KVCache]]:
+        """An empty KV cache for :meth:`decode`: a (self-attention, cross-attention) pair per decoder layer."""
+        return [(KVCache(), KVCache(static=True)) for _ in self.decoder.layers]
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """src: (batch, len_s), tgt: (batch, len_t) ids -> logits (batch, len_t, tgt_vocab_size)."""
