@@ -78,9 +78,11 @@ class TokenEmbedding(nn.Module):
     The weights start from N(0, 1/d_model), so after the sqrt(d_model) scale each component has variance 1,
     the same scale as the positional encoding it is added to. (PyTorch's default N(0, 1) would give variance
     d_model and drown the positions.) The padding row starts at zero and gets no gradient.
+
+    ``scale=False`` returns the rows unscaled, as BERT does (its embeddings go through a LayerNorm instead).
     """
 
-    def __init__(self, vocab_size: int, d_model: int, pad_id: int | None = None) -> None:
+    def __init__(self, vocab_size: int, d_model: int, pad_id: int | None = None, scale: bool = True) -> None:
         super().__init__()
         if not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
@@ -88,6 +90,7 @@ class TokenEmbedding(nn.Module):
             raise ValueError(f"pad_id must be in [0, {vocab_size}), got {pad_id}")
         self.vocab_size = vocab_size
         self.d_model = d_model
+        self.scale = scale
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
         self.reset_parameters()
 
@@ -111,4 +114,5 @@ class TokenEmbedding(nn.Module):
             if low < 0 or high >= self.vocab_size:
                 bad = low if low < 0 else high
                 raise ValueError(f"token id {bad} is outside the vocabulary [0, {self.vocab_size})")
-        return self.embedding(token_ids) * math.sqrt(self.d_model)
+        vectors = self.embedding(token_ids)
+        return vectors * math.sqrt(self.d_model) if self.scale else vectors
