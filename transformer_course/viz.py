@@ -156,11 +156,11 @@ def plot_position_pair(table: Tensor, pos_a: int, pos_b: int, dims: tuple[int, i
     shown = slice(first, last + 1)
     index = list(range(first, last + 1))
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8.0, 4.6), sharex=True, height_ratios=(3, 2))
-    top.plot(index, a[shown].numpy(), "o-", ms=3, lw=1, label=f"PE({pos_a})")
-    top.plot(index, b[shown].numpy(), "s--", ms=3, lw=1, label=f"PE({pos_b})")
+    top.plot(index, a[shown].numpy(), "o", ms=5, label=f"PE({pos_a})")
+    top.plot(index, b[shown].numpy(), "x", ms=6, mew=1.5, label=f"PE({pos_b})")
     top.set_ylim(-1.15, 1.15)
     top.set_ylabel("value")
-    top.legend(loc="upper right", fontsize=9)
+    top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
     top.set_title(
         f"positions {pos_a} and {pos_b} (offset {abs(pos_b - pos_a)}): dot product {float(a @ b):.2f}, "
         f"cosine {cosine:.3f} over all {d_model} dims"
