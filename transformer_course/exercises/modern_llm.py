@@ -1,0 +1,193 @@
+"""Exercises of notebook 12 (modern LLM components): their checkers and reference solutions.
+
+1. ``check_rope(fn)``: ``fn(x)`` rotates x: (..., len, head_dim) with RoPE, positions 0 .. len - 1, pairs (2i, 2i+1).
+2. ``check_gqa(fn)``: ``fn(q, k, v)`` computes grouped-query attention (no mask) for q: (batch, heads, len, d) and
+   k, v: (batch, kv_heads, len, d).
+3. ``check_kv_cache_bytes(fn)``: ``fn(shape, seq_len, batch_size, bytes_per_value)`` gives the KV-cache size in
+   bytes of a model described by a ``gqa.DecoderShape``.
+
+Each checker prints one line of feedback and returns ``True`` only for a correct answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from ..gqa import PUBLISHED_DECODERS, DecoderShape, kv_cache_bytes
+from ..rope import apply_rope
+from ._core import ExerciseMistake, expect, expect_close, report
+
+
+# ----------------------------------------------------------------------------------------------- exercise 1
+def reference_rope(x: Tensor) -> Tensor:
+    """Reference solution of exercise 1: x (..., len, head_dim) -> rotated, pair i of position m by m * omega_i."""
+    length, head_dim = x.shape[-2], x.shape[-1]
+    omega = torch.exp(-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim * math.log(10000.0))
+    angle = torch.arange(length, dtype=torch.float64)[:, None] * omega  # (len, head_dim/2)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+
+
+def _rope_variant(x: Tensor, exponent_step: int = 2, sign: float = 1.0, start: int = 0, same: bool = False) -> Tensor:
+    """RoPE with one typical mistake: the exponent uses i (not 2i), the rotation is backwards, positions start at 1,
+    or every pair turns by the same angle."""
+    length, head_dim = x.shape[-2], x.shape[-1]
+    index = torch.arange(head_dim // 2, dtype=torch.float64) * exponent_step
+    omega = torch.ones(head_dim // 2, dtype=torch.float64) if same else torch.exp(-index / head_dim * math.log(1e4))
+    angle = torch.arange(start, start + length, dtype=torch.float64)[:, None] * omega
+    cos, sin = torch.cos(angle).to(x.dtype), sign * torch.sin(angle).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+
+
+_ROPE_SHAPES = ((1, 6, 4), (2, 3, 20, 16), (5, 64))
+
+
+def _rope_mistakes(x: Tensor) -> dict[str, Tensor]:
+    return {
+        "you rotated dimension i with i + head_dim/2 (the 'rotate half' layout); this exercise pairs neighbours "
+        "(0, 1), (2, 3), ...": apply_rope(x, interleaved=False),
+        "your rotation turns the wrong way: (a, b) should become (a cos - b sin, a sin + b cos)": _rope_variant(
+            x, sign=-1.0
+        ),
+        "positions start at 0: the first row should come back unchanged": _rope_variant(x, start=1),
+        "the exponent should be 2i/head_dim with i the pair index; yours looks like i/head_dim": _rope_variant(
+            x, exponent_step=1
+        ),
+        "each pair i needs its own frequency omega_i = 10000^(-2i/head_dim); yours turns all pairs by the position "
+        "alone": _rope_variant(x, same=True),
+        "nothing was rotated: the output equals the input": x,
+    }
+
+
+def _check_rope(fn: Callable[[Tensor], Tensor]) -> None:
+    generator = torch.Generator().manual_seed(12)
+    for shape in _ROPE_SHAPES:
+        x = torch.randn(*shape, generator=generator)
+        what = f"your output for x of shape {shape}"
+        out = fn(x.clone())
+        expect(isinstance(out, Tensor), f"{what} should be a torch.Tensor, got {type(out).__name__}")
+        expect(tuple(out.shape) == shape, f"{what} has shape {tuple(out.shape)}, expected {shape}")
+        expected = reference_rope(x)
+        if torch.allclose(out.detach().double(), expected.double(), atol=1e-4):
+            continue
+        for hint, wrong in _rope_mistakes(x).items():
+            if torch.allclose(out.detach().double(), wrong.double(), atol=1e-4):
+                raise ExerciseMistake(f"{what}: {hint}.")
+        expect_close(out, expected, what, atol=1e-4, rtol=1e-4)
+
+
+def check_rope(fn: Callable[[Tensor], Tensor]) -> bool:
+    """Exercise 1: ``fn(x)`` must rotate x (..., len, head_dim) with RoPE (positions 0 .. len - 1, pairs (2i, 2i+1))."""
+    return report("Exercise 1 (RoPE)", lambda: _check_rope(fn))
+
+
+# ----------------------------------------------------------------------------------------------- exercise 2
+def reference_gqa(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """Reference solution of exercise 2: q (batch, heads, len_q, d), k, v (batch, kv_heads, len_k, d) -> (batch,
+    heads, len_q, d). Query head h uses key/value head h // (heads / kv_heads)."""
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    return weights @ v
+
+
+def _gqa_mistakes(q: Tensor, k: Tensor, v: Tensor) -> dict[str, Tensor]:
+    group = q.shape[1] // k.shape[1]
+    cycled_k, cycled_v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
+    cycled = torch.softmax(q @ cycled_k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ cycled_v
+    k_full, v_full = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    unscaled = torch.softmax(q @ k_full.transpose(-2, -1), dim=-1) @ v_full
+    wrong_axis = torch.softmax(q @ k_full.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2) @ v_full
+    return {
+        "query head h must use key/value head h // group (consecutive heads share one); yours uses h % kv_heads, "
+        "which is what k.repeat(...) gives. Use repeat_interleave": cycled,
+        "the scores are not divided by sqrt(d)": unscaled,
+        "the softmax runs over the queries; it must run over the keys (the last dimension)": wrong_axis,
+    }
+
+
+_GQA_SHAPES = ((2, 8, 2, 5, 7, 4), (1, 6, 3, 4, 4, 8), (1, 4, 1, 3, 6, 8), (2, 4, 4, 5, 5, 4))  # b, h, g, lq, lk, d
+
+
+def _check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
+    generator = torch.Generator().manual_seed(7)
+    for batch, heads, kv_heads, len_q, len_k, d in _GQA_SHAPES:
+        q = torch.randn(batch, heads, len_q, d, generator=generator)
+        k = torch.randn(batch, kv_heads, len_k, d, generator=generator)
+        v = torch.randn(batch, kv_heads, len_k, d, generator=generator)
+        what = f"your output for {heads} query heads and {kv_heads} key/value heads"
+        out = fn(q.clone(), k.clone(), v.clone())
+        expected = reference_gqa(q, k, v)
+        expect(isinstance(out, Tensor), f"{what} should be a torch.Tensor, got {type(out).__name__}")
+        expect(
+            tuple(out.shape) == tuple(expected.shape),
+            f"{what} has shape {tuple(out.shape)}, expected {tuple(expected.shape)} (batch, heads, len_q, d)",
+        )
+        if torch.allclose(out.detach(), expected, atol=1e-5):
+            continue
+        for hint, wrong in _gqa_mistakes(q, k, v).items():
+            if torch.allclose(out.detach(), wrong, atol=1e-5):
+                raise ExerciseMistake(f"{what}: {hint}.")
+        expect_close(out, expected, what)
+
+
+def check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> bool:
+    """Exercise 2: ``fn(q, k, v)`` must compute grouped-query attention (query head h uses kv head h // group)."""
+    return report("Exercise 2 (grouped-query attention)", lambda: _check_gqa(fn))
+
+
+# ----------------------------------------------------------------------------------------------- exercise 3
+def reference_kv_cache_bytes(
+    shape: DecoderShape, seq_len: int, batch_size: int = 1, bytes_per_value: int | float = 2
+) -> int:
+    """Reference solution of exercise 3: K and V, for every layer, key/value head, dimension, token and sequence."""
+    return int(2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * seq_len * batch_size * bytes_per_value)
+
+
+_CACHE_CASES = (
+    ("Llama-2-7B", 4096, 1, 2),
+    ("Llama-3-8B", 8192, 4, 2),
+    ("Falcon-7B", 2048, 2, 4),
+    ("Mistral-7B", 100, 3, 1),
+)
+
+
+def _check_kv_cache(fn: Callable[[DecoderShape, int, int, int], int | float]) -> None:
+    for name, seq_len, batch, nbytes in _CACHE_CASES:
+        shape = PUBLISHED_DECODERS[name]
+        what = f"your size for {name}, {seq_len} tokens, batch {batch}, {nbytes} bytes per value"
+        got = fn(shape, seq_len, batch, nbytes)
+        expected = kv_cache_bytes(shape.num_layers, shape.num_kv_heads, shape.head_dim, seq_len, batch, nbytes)
+        expect(
+            isinstance(got, (int, float)) and not isinstance(got, bool),
+            f"{what} should be a number of bytes (int), got {type(got).__name__}",
+        )
+        if got == expected:
+            continue
+        ratio = got / expected if expected else float("nan")
+        hints = [
+            (0.5, "that is half the right size: a decoder caches both K and V"),
+            (8.0, "that is 8 times too big: the size is in bytes, not bits"),
+            (1.0 / shape.num_layers, "every layer has its own cache: multiply by the number of layers"),
+            (
+                shape.num_heads / shape.num_kv_heads,
+                "with grouped-query attention only num_kv_heads key/value heads are cached, not num_heads",
+            ),
+            (1.0 / 2**30, "return bytes, not GiB (the notebook converts for printing)"),
+            (1.0 / batch, "each of the batch_size sequences has its own cache"),
+        ]
+        for factor, hint in hints:
+            if factor != 1.0 and math.isclose(ratio, factor, rel_tol=1e-6):
+                raise ExerciseMistake(f"{what} is {got:,}: {hint}.")
+        raise ExerciseMistake(f"{what} is {got:,}, expected {expected:,}.")
+
+
+def check_kv_cache_bytes(fn: Callable[[DecoderShape, int, int, int], int | float]) -> bool:
+    """Exercise 3: ``fn(shape, seq_len, batch_size, bytes_per_value)`` must return the KV-cache size in bytes."""
+    return report("Exercise 3 (KV-cache size)", lambda: _check_kv_cache(fn))
