@@ -59,6 +59,34 @@ def scaled_dot_product_attention(
     return weights @ v, weights
 
 
+def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0) -> Tensor:
+    """The same attention through PyTorch's fused ``F.scaled_dot_product_attention`` (no weights returned).
+
+    Shapes as in :func:`scaled_dot_product_attention`. A query row with nothing to attend to gives zeros here
+    too: it is let attend everywhere (so the kernel sees no empty row, and gradients stay finite), then zeroed.
+    """
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
+    empty_row = ~mask.any(dim=-1, keepdim=True)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | empty_row, dropout_p=dropout_p)
+    return out.masked_fill(empty_row, 0.0)
+
+
+ATTENTION_BACKENDS = ("written_out", "fused")
+
+
+def set_attention_backend(model: nn.Module, backend: str) -> nn.Module:
+    """Switch every :class:`MultiHeadAttention` inside ``model`` to ``"written_out"`` (the default: the steps of
+    :func:`scaled_dot_product_attention`, weights kept for plots) or ``"fused"`` (:func:`fused_attention`: faster
+    and lighter on memory, no ``attention_weights``). Returns ``model``."""
+    if backend not in ATTENTION_BACKENDS:
+        raise ValueError(f"backend must be one of {ATTENTION_BACKENDS}, got {backend!r}")
+    for module in model.modules():
+        if isinstance(module, MultiHeadAttention):
+            module.backend = backend
+    return model
+
+
 class KVCache:
     """Keys and values of one attention module, kept between calls for incremental (token by token) decoding.
 
@@ -113,6 +141,7 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.attention_weights: Tensor | None = None
+        self.backend = "written_out"  # or "fused": see set_attention_backend
 
     def split_heads(self, x: Tensor) -> Tensor:
         """(batch, len, d_model) -> (batch, heads, len, d_k)."""
@@ -166,6 +195,10 @@ class MultiHeadAttention(nn.Module):
                 cache.k, cache.v = k, v
         if mask is not None:
             check_mask(mask, query.shape[0], self.num_heads, query.shape[1], k.shape[2])
-        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)
-        self.attention_weights = weights.detach()
+        if self.backend == "fused":
+            out = fused_attention(q, k, v, mask, self.dropout if self.training else 0.0)
+            self.attention_weights = None  # the fused kernel never forms the weights
+        else:
+            out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)
+            self.attention_weights = weights.detach()
         return self.w_o(self.merge_heads(out))
