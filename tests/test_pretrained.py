@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 
+# The reference library must read the local folder only, never the network; set before anything imports it.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -56,8 +60,6 @@ def checkpoint(folder):
 
 @pytest.fixture(scope="module")
 def reference(folder):
-    os.environ["HF_HUB_OFFLINE"] = "1"  # the reference must read the same folder, never the network
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(folder), device="cpu")
