@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import seaborn as sns
+import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
@@ -203,3 +204,96 @@ def plot_softmax_row(
     heading = f"T = {temperature:.2f}: max weight {float(weights.max()):.2f}, entropy {entropy:.2f} nats"
     ax.set_title(f"{title}\n{heading}" if title else heading, fontsize=10)
     return ax
+
+
+def plot_attention_heads(
+    weights: Tensor,
+    query_labels: Sequence[str],
+    key_labels: Sequence[str] | None = None,
+    titles: Sequence[str] | None = None,
+    suptitle: str | None = None,
+) -> Figure:
+    """One attention map per head, side by side, sharing one colour scale (notebook 05).
+
+    weights: (heads, len_q, len_k), values in [0, 1]; query_labels: len_q names; key_labels: len_k names (default:
+    the query labels, as in self-attention); titles: one per head (default "head 0", "head 1", ...).
+    """
+    if weights.dim() != 3:
+        raise ValueError(f"weights must be (heads, len_q, len_k), got shape {tuple(weights.shape)}")
+    heads, len_q, len_k = weights.shape
+    key_labels = query_labels if key_labels is None else key_labels
+    for name, labels, n in (("query_labels", query_labels, len_q), ("key_labels", key_labels, len_k)):
+        if len(labels) != n:
+            raise ValueError(f"{name} has {len(labels)} labels, expected {n}")
+    titles = [f"head {h}" for h in range(heads)] if titles is None else list(titles)
+    if len(titles) != heads:
+        raise ValueError(f"got {len(titles)} titles for {heads} heads")
+    size = 0.28 * max(len_q, len_k) + 0.9
+    fig, axes = plt.subplots(1, heads, figsize=(size * heads + 1.2, size + 0.6), squeeze=False)
+    for h, ax in enumerate(axes[0]):
+        sns.heatmap(
+            weights[h].detach().cpu().float().numpy(),
+            ax=ax,
+            vmin=0.0,
+            vmax=1.0,
+            cmap="viridis",
+            square=True,
+            cbar=False,
+            xticklabels=list(key_labels),
+            yticklabels=list(query_labels) if h == 0 else False,
+        )
+        ax.set_title(titles[h], fontsize=10)
+        ax.set_xlabel("key")
+        ax.tick_params(axis="x", rotation=90, labelsize=8)
+        ax.tick_params(axis="y", rotation=0, labelsize=8)
+    axes[0][0].set_ylabel("query")
+    fig.colorbar(axes[0][-1].collections[0], ax=list(axes[0]), label="attention weight", fraction=0.03, pad=0.02)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=11)
+    return fig
+
+
+def plot_masks(
+    masks: Tensor,
+    titles: Sequence[str],
+    query_labels: Sequence[str] | None = None,
+    key_labels: Sequence[str] | None = None,
+    suptitle: str | None = None,
+) -> Figure:
+    """Boolean attention masks side by side (notebook 06): a filled cell may attend, an empty one is blocked.
+
+    masks: (n, len_q, len_k) bool, ``True`` = may attend (the package's convention); titles: n panel titles;
+    query_labels, key_labels: axis names (default: positions 0, 1, ...).
+    """
+    if masks.dim() != 3 or masks.dtype != torch.bool:
+        raise ValueError(f"masks must be a bool (n, len_q, len_k) tensor, got {masks.dtype} {tuple(masks.shape)}")
+    n, len_q, len_k = masks.shape
+    if len(titles) != n:
+        raise ValueError(f"got {len(titles)} titles for {n} masks")
+    query_labels = [str(i) for i in range(len_q)] if query_labels is None else list(query_labels)
+    key_labels = [str(j) for j in range(len_k)] if key_labels is None else list(key_labels)
+    size = 0.3 * max(len_q, len_k) + 1.0
+    fig, axes = plt.subplots(1, n, figsize=(size * n + 0.4, size + 0.5), squeeze=False)
+    for i, ax in enumerate(axes[0]):
+        sns.heatmap(
+            masks[i].detach().cpu().int().numpy(),
+            ax=ax,
+            vmin=0,
+            vmax=1,
+            cmap=["#f2f2f2", "#3a6fb0"],
+            square=True,
+            cbar=False,
+            linewidths=0.5,
+            linecolor="white",
+            xticklabels=key_labels,
+            yticklabels=query_labels if i == 0 else False,
+        )
+        ax.set_title(titles[i], fontsize=10)
+        ax.set_xlabel("key position")
+        ax.tick_params(axis="x", rotation=0, labelsize=8)
+        ax.tick_params(axis="y", rotation=0, labelsize=8)
+    axes[0][0].set_ylabel("query position")
+    legend = "blue: may attend, grey: blocked"
+    fig.suptitle(f"{suptitle}\n({legend})" if suptitle else legend, fontsize=11)
+    fig.tight_layout()
+    return fig
