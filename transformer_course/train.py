@@ -1,7 +1,7 @@
 """Train a model from the shell with the same code the notebooks use.
 
     python -m transformer_course.train --task copy --steps 300
-    python -m transformer_course.train --task date --steps 1500 --out checkpoints/date.safetensors
+    python -m transformer_course.train --task date --out checkpoints/date.safetensors
     python -m transformer_course.train --task date --steps 2000 --positional learned --d-model 128
 
 It prints a progress line, the held-out token and exact-match accuracy, a few mistakes, and saves a
@@ -19,6 +19,7 @@ import torch
 
 from .training import (
     TrainConfig,
+    _run_description,
     evaluate,
     make_task,
     recipe_model_config,
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train an encoder-decoder Transformer on a synthetic task and report held-out accuracy.",
     )
     parser.add_argument("--task", choices=["date", "copy"], default="date", help="what to learn (default: date)")
-    parser.add_argument("--steps", type=int, default=1500, help="optimizer updates (default: 1500)")
+    parser.add_argument("--steps", type=int, default=1000, help="optimizer updates (default: 1000)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (noam: the factor)")
     parser.add_argument("--schedule", choices=["linear", "noam", "constant"], default="linear")
@@ -101,11 +102,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         print(f"  {source!r}: expected {target!r}, got {prediction!r}")
     if args.out:
         extra = {
-            "task": type(task).__name__,
-            "task_args": task.to_dict(),
-            "train_config": train_config.to_dict(),
+            **_run_description(task, train_config),
             "exact_match": result.exact_match,
             "train_seconds": history.seconds,
+            "final_loss": history.loss[-1],
         }
         path = save_checkpoint(args.out, model, task.src_vocab, task.tgt_vocab, extra)
         print(f"checkpoint saved to {path}")

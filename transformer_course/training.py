@@ -157,7 +157,7 @@ class TrainConfig:
     factor ``lr``. "constant": ``lr`` throughout.
     """
 
-    steps: int = 1500
+    steps: int = 1000
     batch_size: int = 64
     lr: float = 2e-3
     schedule: str = "linear"
@@ -517,6 +517,29 @@ def train_task_model(
     return model, history
 
 
+def _run_description(task: Task, train_config: TrainConfig) -> dict[str, Any]:
+    """What a checkpoint's ``extra`` records about how it was trained (JSON types, as read back from a file)."""
+    description = {"task": type(task).__name__, "task_args": task.to_dict(), "train_config": train_config.to_dict()}
+    return json.loads(json.dumps(description))
+
+
+def train_and_save(
+    path: str | os.PathLike,
+    task: Task,
+    model_config: TransformerConfig | None = None,
+    train_config: TrainConfig | None = None,
+    progress: bool = True,
+    device: torch.device | str = "cpu",
+) -> tuple[Checkpoint, History]:
+    """:func:`train_task_model`, then :func:`save_checkpoint` to ``path`` with the task and the training settings
+    recorded, so :func:`load_or_train` can recognise the file later. Returns the checkpoint and the history."""
+    train_config = TrainConfig() if train_config is None else train_config
+    model, history = train_task_model(task, model_config, train_config, progress, device)
+    extra = {**_run_description(task, train_config), "train_seconds": history.seconds, "final_loss": history.loss[-1]}
+    save_checkpoint(path, model, task.src_vocab, task.tgt_vocab, extra)
+    return Checkpoint(model.eval(), task.src_vocab, task.tgt_vocab, extra), history
+
+
 def load_or_train(
     path: str | os.PathLike,
     task: Task,
@@ -526,11 +549,10 @@ def load_or_train(
     device: torch.device | str = "cpu",
 ) -> Checkpoint:
     """Load the checkpoint at ``path`` if it exists and was trained with these settings; otherwise train with
-    :func:`train_task_model`, save the result to ``path`` and return it."""
+    :func:`train_and_save` (which writes ``path``) and return the result."""
     train_config = TrainConfig() if train_config is None else train_config
     model_config = recipe_model_config(task) if model_config is None else model_config
-    wanted = {"task": type(task).__name__, "task_args": task.to_dict(), "train_config": train_config.to_dict()}
-    wanted = json.loads(json.dumps(wanted))  # tuples become lists, as they come back from the file
+    wanted = _run_description(task, train_config)
     path = Path(path)
     if path.is_file():
         try:
@@ -543,10 +565,7 @@ def load_or_train(
             and all(checkpoint.extra.get(k) == v for k, v in wanted.items())
         ):
             return checkpoint
-    model, history = train_task_model(task, model_config, train_config, progress, device)
-    extra = {**wanted, "train_seconds": history.seconds, "final_loss": history.loss[-1]}
-    save_checkpoint(path, model, task.src_vocab, task.tgt_vocab, extra)
-    return Checkpoint(model.eval(), task.src_vocab, task.tgt_vocab, extra)
+    return train_and_save(path, task, model_config, train_config, progress, device)[0]
 
 
 def make_task(name: str, **kwargs: Any) -> DateTask | CopyTask:
@@ -574,6 +593,7 @@ __all__ = [
     "save_checkpoint",
     "smoothed_targets",
     "train",
+    "train_and_save",
     "train_task_model",
     "warmup_linear_lr",
 ]
