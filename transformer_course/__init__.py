@@ -2,9 +2,10 @@
 check it against this package; later notebooks import it from here."""
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .layers import DecoderLayer, EncoderLayer, FeedForward, Residual
+from .layers import DecoderLayer, EncoderLayer, FeedForward, Residual, SwiGLUFeedForward
 from .masks import causal_mask, combine_masks, decoder_self_mask, padding_mask, to_torch_blocking_mask
 from .model import PRESETS, Decoder, Encoder, Transformer, TransformerConfig
+from .norms import RMSNorm
 from .positional import (
     LearnedPositionalEncoding,
     SinusoidalPositionalEncoding,
@@ -17,6 +18,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PRESETS",
+    "RMSNorm",
+    "SwiGLUFeedForward",
     "Decoder",
     "DecoderLayer",
     "Encoder",

@@ -232,6 +232,8 @@ def transformer_to_torch(model: Transformer) -> nn.Transformer:
             batch_first=True,
             norm_first=c.norm_first,
         )
+    # PyTorch's nested-tensor fast path returns zeros at padded positions (ours computes them) and warns; off
+    theirs.encoder.use_nested_tensor = False
     if model.encoder.norm is None:
         theirs.encoder.norm = None
     if model.decoder.norm is None:
