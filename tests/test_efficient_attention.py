@@ -24,6 +24,7 @@ from transformer_course.efficient_attention import (
     run_in_segments,
     sliding_window_attention,
     sliding_window_mask,
+    traced_operators,
     transformer_xl_mask,
 )
 from transformer_course.gqa import GroupedQueryAttention
@@ -211,6 +212,14 @@ def test_peak_tensor_bytes_sees_the_score_matrix():
     assert fused < scores / 4
     _, again = peak_tensor_bytes(_full, q, k, v)
     assert again == written  # deterministic
+
+
+def test_traced_operators_lists_each_operator_once_in_order():
+    q, k, v = _qkv()
+    names = traced_operators(_full, q, k, v)
+    assert names.index("bmm") < names.index("_softmax")
+    assert len(names) == len(set(names))
+    assert traced_operators(torch.add, torch.ones(2), torch.ones(2)) == ["add"]
 
 
 @pytest.mark.parametrize(

@@ -471,10 +471,12 @@ def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
 
 # ----------------------------------------------------------------------------------------------- measuring memory
 class _TensorMemoryTracker(TorchDispatchMode):
-    """Counts the bytes of the tensors that PyTorch operators create while it is active, and their peak."""
+    """Counts the bytes of the tensors that PyTorch operators create while it is active, and their peak; also
+    records the operators' names in call order."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.operators: list[str] = []
         self.current = 0
         self.peak = 0
         self._bytes: dict[int, int] = {}
@@ -488,6 +490,7 @@ class _TensorMemoryTracker(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
+        self.operators.append(str(func.overloadpacket.__name__))
         inputs = {t.untyped_storage().data_ptr() for t in tree_flatten((args, kwargs))[0] if isinstance(t, Tensor)}
         for t in tree_flatten(out)[0]:
             if not isinstance(t, Tensor) or t.untyped_storage().nbytes() == 0:
@@ -515,3 +518,13 @@ def peak_tensor_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tupl
     with torch.no_grad(), _TensorMemoryTracker() as tracker:
         result = fn(*args, **kwargs)
     return result, tracker.peak
+
+
+def traced_operators(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[str]:
+    """The ATen operators ``fn(*args, **kwargs)`` runs (without autograd), in order of first use, without repeats.
+
+    For example, ``F.scaled_dot_product_attention`` on a CPU shows which fused kernel PyTorch picked.
+    """
+    with torch.no_grad(), _TensorMemoryTracker() as tracker:
+        fn(*args, **kwargs)
+    return list(dict.fromkeys(tracker.operators))
