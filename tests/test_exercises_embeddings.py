@@ -1,0 +1,153 @@
+"""The checkers of notebook 02 accept the reference solutions and reject typical mistakes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_course.corpus import WordVocabulary
+from transformer_course.exercises import embeddings as ex
+from transformer_course.word2vec import Word2Vec, nearest_neighbours
+
+
+def test_references_agree_with_the_package():
+    g = torch.Generator().manual_seed(0)
+    vectors = torch.randn(7, 3, generator=g)
+    torch.testing.assert_close(
+        ex.reference_cosine_matrix(vectors), F.cosine_similarity(vectors[:, None], vectors[None], dim=-1)
+    )
+    model = Word2Vec(10, 4, generator=g)
+    with torch.no_grad():
+        model.output_vectors.weight.normal_(generator=g)
+    centers, contexts, negatives = torch.tensor([1, 2]), torch.tensor([3, 4]), torch.tensor([[5, 6], [7, 8]])
+    v, u = model.input_vectors.weight, model.output_vectors.weight
+    torch.testing.assert_close(
+        ex.reference_sgns_loss(v[centers], u[contexts], u[negatives]),
+        model.skipgram_loss(centers, contexts, negatives).mean(),
+    )
+    vectors, words = ex._nearest_case()
+    vocab = WordVocabulary([w for w in words for _ in range(2)], min_count=2)
+    order = [vocab.id(w) for w in words]
+    ours = [w for w, _ in nearest_neighbours(vectors[torch.tensor(order).argsort()], vocab, "cat", 3)]
+    assert ex.reference_nearest_words(vectors, words, "cat", 3) == ours
+
+
+@pytest.mark.parametrize(
+    ("checker", "reference"),
+    [
+        (ex.check_cosine_matrix, ex.reference_cosine_matrix),
+        (ex.check_sgns_loss, ex.reference_sgns_loss),
+        (ex.check_nearest_words, ex.reference_nearest_words),
+    ],
+)
+def test_checkers_accept_the_reference_and_say_not_attempted_for_a_stub(checker, reference, capsys):
+    assert checker(reference)
+    assert "correct" in capsys.readouterr().out
+
+    def stub(*args):
+        raise NotImplementedError
+
+    assert not checker(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_cosine_checker_accepts_torch_built_in():
+    assert ex.check_cosine_matrix(lambda v: F.cosine_similarity(v[:, None], v[None], dim=-1))
+
+
+COSINE_MISTAKES = {
+    "dot products": lambda v: v @ v.T,
+    "columns normalised": lambda v: (v / v.norm(dim=0)) @ (v / v.norm(dim=0)).T,
+    "divided by squared norm": lambda v: (v / v.norm(dim=1, keepdim=True) ** 2) @ v.T,
+    "vector, not matrix": lambda v: F.cosine_similarity(v, v, dim=1),
+    "euclidean distances": lambda v: torch.cdist(v, v),
+}
+
+
+@pytest.mark.parametrize("name", list(COSINE_MISTAKES))
+def test_cosine_checker_rejects_typical_mistakes(name, capsys):
+    assert not ex.check_cosine_matrix(COSINE_MISTAKES[name])
+    assert "not yet" in capsys.readouterr().out
+
+
+def _pos(v, u_o):
+    return (u_o * v).sum(-1)
+
+
+def _neg(v, u_n):
+    return (u_n @ v.unsqueeze(-1)).squeeze(-1)
+
+
+SGNS_MISTAKES = {
+    "summed over batch": lambda v, u_o, u_n: (-F.logsigmoid(_pos(v, u_o)) - F.logsigmoid(-_neg(v, u_n)).sum(-1)).sum(),
+    "sign of negatives": lambda v, u_o, u_n: (-F.logsigmoid(_pos(v, u_o)) - F.logsigmoid(_neg(v, u_n)).sum(-1)).mean(),
+    "mean over negatives": lambda v, u_o, u_n: (
+        -F.logsigmoid(_pos(v, u_o)) - F.logsigmoid(-_neg(v, u_n)).mean(-1)
+    ).mean(),
+    "no log": lambda v, u_o, u_n: (-torch.sigmoid(_pos(v, u_o)) - torch.sigmoid(-_neg(v, u_n)).sum(-1)).mean(),
+    "likelihood": lambda v, u_o, u_n: (F.logsigmoid(_pos(v, u_o)) + F.logsigmoid(-_neg(v, u_n)).sum(-1)).mean(),
+    "per pair": lambda v, u_o, u_n: -F.logsigmoid(_pos(v, u_o)) - F.logsigmoid(-_neg(v, u_n)).sum(-1),
+    "no negatives": lambda v, u_o, u_n: (-F.logsigmoid(_pos(v, u_o))).mean(),
+}
+
+
+@pytest.mark.parametrize("name", list(SGNS_MISTAKES))
+def test_sgns_checker_rejects_typical_mistakes(name, capsys):
+    assert not ex.check_sgns_loss(SGNS_MISTAKES[name])
+    assert "not yet" in capsys.readouterr().out
+
+
+def _by_dot(vectors, words, query, k):
+    i = list(words).index(query)
+    scores = vectors @ vectors[i]
+    scores[i] = -float("inf")
+    return [words[j] for j in scores.topk(k).indices.tolist()]
+
+
+def _with_self(vectors, words, query, k):
+    i = list(words).index(query)
+    return [words[j] for j in ex.reference_cosine_matrix(vectors)[i].topk(k).indices.tolist()]
+
+
+def _ascending(vectors, words, query, k):
+    return ex.reference_nearest_words(vectors, words, query, k)[::-1]
+
+
+def _indices(vectors, words, query, k):
+    return [list(words).index(w) for w in ex.reference_nearest_words(vectors, words, query, k)]
+
+
+def _least_similar(vectors, words, query, k):
+    i = list(words).index(query)
+    scores = ex.reference_cosine_matrix(vectors)[i]
+    return [words[j] for j in (-scores).topk(k).indices.tolist()]
+
+
+NEAREST_MISTAKES = {
+    "dot product": _by_dot,
+    "includes itself": _with_self,
+    "ascending": _ascending,
+    "indices": _indices,
+    "least similar": _least_similar,
+    "one too few": lambda vectors, words, query, k: ex.reference_nearest_words(vectors, words, query, k)[:-1],
+}
+
+
+@pytest.mark.parametrize("name", list(NEAREST_MISTAKES))
+def test_nearest_checker_rejects_typical_mistakes(name, capsys):
+    assert not ex.check_nearest_words(NEAREST_MISTAKES[name])
+    assert "not yet" in capsys.readouterr().out
+
+
+def test_feedback_names_the_mistake(capsys):
+    ex.check_cosine_matrix(COSINE_MISTAKES["dot products"])
+    assert "dot products" in capsys.readouterr().out
+    ex.check_sgns_loss(SGNS_MISTAKES["sign of negatives"])
+    assert "minus sign" in capsys.readouterr().out
+    ex.check_nearest_words(_by_dot)
+    assert "cosine" in capsys.readouterr().out
+    ex.check_nearest_words(_with_self)
+    assert "leave the query word out" in capsys.readouterr().out
+    ex.check_nearest_words(_ascending)
+    assert "most similar first" in capsys.readouterr().out
