@@ -3,6 +3,8 @@
     python -m transformer_course.train --task copy --steps 300
     python -m transformer_course.train --task date --out checkpoints/date.safetensors
     python -m transformer_course.train --task date --steps 2000 --positional learned --d-model 128
+    torchrun --nproc_per_node 2 -m transformer_course.train --task copy --steps 300   # DDP, 2 processes
+    python -m transformer_course.train --task copy --amp                              # bf16 autocast
 
 It prints a progress line, the held-out token and exact-match accuracy, a few mistakes, and saves a
 checkpoint (weights in safetensors, with the config and vocabularies) when ``--out`` is given.
@@ -11,12 +13,14 @@ checkpoint (weights in safetensors, with the config and vocabularies) when ``--o
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
 
 import torch
 
+from .distributed import init_from_environment
 from .training import (
     TrainConfig,
     _run_description,
@@ -58,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
     parser.add_argument("--out", default=None, help="where to save the checkpoint (.safetensors)")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--amp", action="store_true", help="mixed precision: bfloat16 autocast")
+    parser.add_argument("--history-out", default=None, help="write the per-step losses as JSON here")
     return parser
 
 
@@ -68,6 +74,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         raise SystemExit(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
     device = get_device(args.device)
+    distributed = init_from_environment(device)  # set when launched by torchrun with several processes
+    if distributed is not None:
+        device = distributed.device
+    main_process = distributed is None or distributed.is_main
     task = make_task(args.task, seed=args.seed) if args.task == "date" else make_task(args.task)
     model_config = recipe_model_config(
         task,
@@ -92,9 +102,27 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         seed=args.seed,
         log_every=max(1, min(50, args.steps // 20)),
     )
-    print(f"task {args.task}: {len(task.src_vocab)} source / {len(task.tgt_vocab)} target tokens; device {device}")
+    processes = 1 if distributed is None else distributed.world_size
+    if main_process:
+        print(
+            f"task {args.task}: {len(task.src_vocab)} source / {len(task.tgt_vocab)} target tokens; "
+            f"device {device}; {processes} process(es)"
+        )
     start = time.perf_counter()
-    model, history = train_task_model(task, model_config, train_config, progress=not args.quiet, device=device)
+    model, history = train_task_model(
+        task,
+        model_config,
+        train_config,
+        progress=main_process and not args.quiet,
+        device=device,
+        distributed=distributed,
+        amp=args.amp,
+    )
+    if args.history_out and main_process:
+        with open(args.history_out, "w") as f:
+            json.dump(history.to_dict(), f)
+    if not main_process:  # evaluation and saving happen once, on the main process
+        return {}
     print(f"{count_parameters(model):,} parameters, {args.steps} steps in {history.seconds:.1f} s")
     result = evaluate(model, task, task.eval_pairs(args.eval_size))
     print(f"held-out token accuracy {result.token_accuracy:.2%}, exact match {result.exact_match:.2%}")

@@ -30,9 +30,11 @@ from typing import Any, Protocol
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 
 from .data import PAD_ID, Batch, CopyTask, DateTask, Vocabulary, make_batch
 from .decoding import greedy_decode
+from .distributed import DistributedContext, autocast_context, mean_across_processes, shard_batch
 from .model import Transformer, TransformerConfig
 from .utils import seed_everything
 
@@ -255,6 +257,8 @@ def train(
     progress: bool = True,
     device: torch.device | str | None = None,
     callback: Callable[[int, float], None] | None = None,
+    distributed: DistributedContext | None = None,
+    amp: bool = False,
 ) -> History:
     """Train ``model`` in place on batches drawn from ``task`` for exactly ``config.steps`` updates.
 
@@ -262,33 +266,43 @@ def train(
     model with teacher forcing (decoder input = target shifted right), compute :func:`label_smoothing_loss`
     over the non-padding positions, back-propagate, clip the gradient norm, set the scheduled learning rate and
     step Adam. ``callback(step, loss)`` runs after every update. Returns the :class:`History`.
+
+    ``distributed`` (see :mod:`transformer_course.distributed`): this process trains on its slice of each
+    global batch of ``config.batch_size`` rows through DistributedDataParallel, and the history records losses
+    averaged over the processes. ``amp``: bfloat16 autocast for the forward pass and the loss.
     """
     device = next(model.parameters()).device if device is None else torch.device(device)
     model.to(device).train()
+    d_model = model.config.d_model
+    step_model = model if distributed is None else DistributedDataParallel(model)
     optimizer = make_optimizer(model, config.lr, config.betas, config.adam_eps, config.weight_decay)
     generator = torch.Generator().manual_seed(config.seed)
     history = History()
     line = ProgressLine(config.steps, progress)
     start = time.perf_counter()
     for step in range(1, config.steps + 1):
-        batch = task.train_batch(config.batch_size, generator).to(device)
-        logits = model(batch.src, batch.tgt_in)  # (batch, len_t, vocab): teacher forcing
-        loss = label_smoothing_loss(logits, batch.tgt_out, config.label_smoothing, PAD_ID)
+        batch = task.train_batch(config.batch_size, generator)
+        if distributed is not None:
+            batch = shard_batch(batch, distributed.rank, distributed.world_size)
+        batch = batch.to(device)
+        with autocast_context(device, amp):
+            logits = step_model(batch.src, batch.tgt_in)  # (batch, len_t, vocab): teacher forcing
+            loss = label_smoothing_loss(logits, batch.tgt_out, config.label_smoothing, PAD_ID)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         max_norm = math.inf if config.clip_norm is None else config.clip_norm
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        lr = config.lr_at(step, model.config.d_model)
+        lr = config.lr_at(step, d_model)
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.step()
         with torch.no_grad():
             real = batch.tgt_out != PAD_ID
             accuracy = ((logits.argmax(-1) == batch.tgt_out) & real).sum() / real.sum()
-        history.loss.append(loss.item())
+        history.loss.append(mean_across_processes(loss, distributed).item())
         history.lr.append(lr)
         history.grad_norm.append(grad_norm.item())
-        history.batch_accuracy.append(accuracy.item())
+        history.batch_accuracy.append(mean_across_processes(accuracy, distributed).item())
         if callback is not None:
             callback(step, history.loss[-1])
         if step % config.log_every == 0 or step == config.steps:
@@ -504,16 +518,21 @@ def train_task_model(
     progress: bool = True,
     device: torch.device | str = "cpu",
     init: Callable[[Transformer], None] | None = None,
+    distributed: DistributedContext | None = None,
+    amp: bool = False,
 ) -> tuple[Transformer, History]:
     """Seed everything with ``train_config.seed``, build the model (``init(model)`` may change its starting
-    weights) and train it. The same call gives the same model every time."""
+    weights) and train it. The same call gives the same model every time. ``distributed`` and ``amp`` as in
+    :func:`train`."""
     train_config = TrainConfig() if train_config is None else train_config
     model_config = recipe_model_config(task) if model_config is None else model_config
     seed_everything(train_config.seed)
     model = Transformer(model_config)
     if init is not None:
         init(model)
-    history = train(model.to(device), task, train_config, progress=progress, device=device)
+    history = train(
+        model.to(device), task, train_config, progress=progress, device=device, distributed=distributed, amp=amp
+    )
     return model, history
 
 

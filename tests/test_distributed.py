@@ -1,0 +1,56 @@
+"""Two CPU processes under torchrun (DDP, gloo) train exactly like one process with the same global batch."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from transformer_course.data import Batch
+from transformer_course.distributed import autocast_context, shard_batch
+from transformer_course.training import TrainConfig, make_task, recipe_model_config, train_task_model
+
+ARGS = ["--task", "copy", "--steps", "6", "--warmup", "2", "--batch-size", "16", "--quiet", "--eval-size", "8"]
+
+
+def _losses(tmp_path, name: str, launcher: list[str]) -> list[float]:
+    out = tmp_path / f"{name}.json"
+    subprocess.run(
+        [*launcher, "-m", "transformer_course.train", *ARGS, "--history-out", str(out)],
+        check=True, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    return json.loads(out.read_text())["loss"]
+
+
+def test_two_processes_match_one_with_the_same_global_batch(tmp_path):
+    single = _losses(tmp_path, "single", [sys.executable])
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517"]
+    double = _losses(tmp_path, "ddp", torchrun)
+    assert len(single) == len(double) == 6
+    assert single[-1] < single[0]  # it did learn something
+    for a, b in zip(single, double):
+        assert a == pytest.approx(b, abs=1e-5)
+
+
+def test_shard_batch_splits_rows_evenly():
+    ids = torch.arange(12).reshape(6, 2)
+    batch = Batch(ids, ids + 100, ids + 200)
+    second = shard_batch(batch, rank=1, world_size=3)
+    assert torch.equal(second.src, ids[2:4]) and torch.equal(second.tgt_out, ids[2:4] + 200)
+    with pytest.raises(ValueError, match=r"global batch size \(6\) must be divisible by the number of processes \(4\)"):
+        shard_batch(batch, rank=0, world_size=4)
+
+
+def test_bf16_autocast_trains_on_cpu():
+    task = make_task("copy")
+    config = TrainConfig(steps=3, warmup=1, batch_size=8)
+    _, history = train_task_model(task, recipe_model_config(task), config, progress=False, amp=True)
+    assert all(math.isfinite(x) for x in history.loss)
+    with autocast_context(torch.device("cpu"), enabled=True):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="not on 'mps'"):
+        autocast_context(torch.device("mps"), enabled=True)

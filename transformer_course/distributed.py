@@ -1,0 +1,84 @@
+"""Training on several processes with DistributedDataParallel, and mixed precision.
+
+Launch the shell entry point with ``torchrun``:
+
+    torchrun --nproc_per_node 2 -m transformer_course.train --task copy --steps 300
+
+Each process draws the same global batch from the same seeded generator and keeps its own contiguous slice
+of rows, so with N processes and a global batch B every step sees exactly the B examples a single process
+would see; DDP averages the gradients. (The average of per-process mean losses equals the global mean loss
+when every process has the same number of target tokens, as in the copy and date tasks.)
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from .data import Batch
+
+
+@dataclass(frozen=True)
+class DistributedContext:
+    """Where this process sits in a distributed run."""
+
+    rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def init_from_environment(device: torch.device) -> DistributedContext | None:
+    """Join the process group that ``torchrun`` describes in the environment (``WORLD_SIZE``, ``RANK``,
+    ``MASTER_ADDR``...); ``None`` for an ordinary single-process run. Gloo on the CPU, NCCL on CUDA."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return None
+    rank = int(os.environ["RANK"])
+    if device.type == "cuda":
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    return DistributedContext(rank, world_size, device)
+
+
+def shard_batch(batch: Batch, rank: int, world_size: int) -> Batch:
+    """This process's contiguous slice of a global batch; the global batch size must divide evenly.
+
+    batch.src: (global_batch, len_s) -> (global_batch / world_size, len_s); likewise tgt_in and tgt_out.
+    """
+    rows = len(batch)
+    if rows % world_size:
+        raise ValueError(f"the global batch size ({rows}) must be divisible by the number of processes ({world_size})")
+    per_rank = rows // world_size
+    part = slice(rank * per_rank, (rank + 1) * per_rank)
+    return Batch(batch.src[part], batch.tgt_in[part], batch.tgt_out[part])
+
+
+def mean_across_processes(value: torch.Tensor, context: DistributedContext | None) -> torch.Tensor:
+    """The average of a scalar over all processes (the value itself in a single-process run)."""
+    if context is None:
+        return value
+    value = value.detach().clone()
+    dist.all_reduce(value, op=dist.ReduceOp.SUM)
+    return value / context.world_size
+
+
+def autocast_context(device: torch.device, enabled: bool) -> AbstractContextManager:
+    """bfloat16 autocast where the device supports it; raises ``ValueError`` where it does not."""
+    if not enabled:
+        return nullcontext()
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ValueError(f"mixed precision (bf16) is not supported on {torch.cuda.get_device_name(device)}")
+    if device.type not in ("cuda", "cpu"):
+        raise ValueError(f"mixed precision (bf16) is supported here on cuda and cpu, not on {device.type!r}")
+    return torch.autocast(device.type, dtype=torch.bfloat16)
