@@ -178,9 +178,8 @@ def test_on_the_standard_library_the_expected_neighbours_rank_high():
     vocab = WordVocabulary(words, min_count=5)
     ids = torch.tensor(vocab.encode(words))
     run = train_word2vec(ids, torch.tensor(vocab.counts), Word2VecConfig())
-    found = 0
-    for word, expected in [("true", "false"), ("server", "client"), ("year", "day"), ("bytes", "bytearray")]:
-        neighbours = [w for w, _ in nearest_neighbours(run.model.vectors, vocab, word, 10)]
-        found += expected in neighbours[:5]
-    assert found >= 3
-    assert "false" in [w for w, _ in nearest_neighbours(run.model.vectors, vocab, "true", 3)]
+    vectors = run.model.vectors
+    assert "false" in [w for w, _ in nearest_neighbours(vectors, vocab, "true", 3)]
+    pairs = [("year", "month"), ("bytes", "bytearray"), ("encode", "decode"), ("thread", "threads"), ("int", "str")]
+    close = sum(expected in [w for w, _ in nearest_neighbours(vectors, vocab, word, 10)] for word, expected in pairs)
+    assert close >= 4

@@ -215,7 +215,14 @@ def cbow_windows(ids: Tensor, window: int, generator: torch.Generator | None = N
 
 @dataclass
 class Word2VecConfig:
-    """Training settings. ``lr`` decays linearly to ``lr * min_lr_fraction`` over all epochs."""
+    """Training settings. ``lr`` decays linearly to ``lr * min_lr_fraction`` over all epochs.
+
+    ``lr=None`` picks 0.05 for skip-gram (twice the original tool's 0.025, which left the vectors of this small
+    corpus crowded together after 5 epochs; 0.25 made the loss spike) and 0.25 for CBOW. The original tool adds
+    the full gradient of the context average to every context word; here autograd differentiates the average
+    itself, which divides that gradient by the number of context words (about 6 with ``window=5``), so CBOW
+    needs a rate several times larger for the same step per word.
+    """
 
     mode: str = "skipgram"
     dim: int = 100
@@ -224,7 +231,7 @@ class Word2VecConfig:
     subsample: float = 1e-4
     epochs: int = 5
     batch_size: int = 1024
-    lr: float = 0.25
+    lr: float | None = None
     min_lr_fraction: float = 1e-4
     seed: int = 0
 
@@ -235,6 +242,8 @@ class Word2VecConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.lr is None:
+            self.lr = 0.05 if self.mode == "skipgram" else 0.25
         if self.lr <= 0 or self.subsample <= 0 or not 0 < self.min_lr_fraction <= 1:
             raise ValueError(
                 f"lr and subsample must be positive and min_lr_fraction in (0, 1], got lr={self.lr}, "
