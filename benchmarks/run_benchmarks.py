@@ -31,6 +31,7 @@ from transformer_course.attention import set_attention_backend  # noqa: E402
 from transformer_course.interop import mha_to_torch, transformer_to_torch  # noqa: E402
 from transformer_course.utils import count_parameters, get_device, seed_everything  # noqa: E402
 
+THREADS = torch.get_num_threads()
 RESULTS_MD = ROOT / "benchmarks" / "results.md"
 RESULTS_JSON = ROOT / "benchmarks" / "results.json"
 FIGURES = ROOT / "figures"
@@ -253,6 +254,90 @@ def bench_attention_scaling(lengths: list[int], heads: int = 4, d_k: int = 64) -
     return rows
 
 
+# ---- 5. greedy decoding with and without the KV cache ------------------------------------------------
+
+
+def bench_kv_cache(device: torch.device, new_tokens: list[int], batch: int = 64) -> list[dict]:
+    """Greedy decoding of exactly N new tokens (no <eos> can stop it early) by the tiny preset."""
+    from transformer_course.decoding import greedy_decode
+
+    seed_everything(0)
+    config = TransformerConfig.preset("tiny", src_vocab_size=64, tgt_vocab_size=64, max_len=max(new_tokens) + 1)
+    model = Transformer(config).to(device).eval()
+    src = torch.randint(3, 64, (batch, 32), device=device)
+    rows = []
+    for n in new_tokens:
+        row: dict = {"new tokens": n}
+        for use_cache in (False, True):
+
+            def call(use_cache=use_cache, n=n):
+                greedy_decode(model, src, max_len=n, use_cache=use_cache, eos_id=-1)  # -1: never stops early
+                sync(device)
+
+            label = "with cache (s)" if use_cache else "without cache (s)"
+            start = time.perf_counter()
+            call()
+            row[label] = time.perf_counter() - start
+        with torch.no_grad():
+            same = torch.equal(
+                greedy_decode(model, src, max_len=n, use_cache=False, eos_id=-1).tokens,
+                greedy_decode(model, src, max_len=n, use_cache=True, eos_id=-1).tokens,
+            )
+        row["speed-up"] = row["without cache (s)"] / row["with cache (s)"]
+        row["same tokens"] = "yes" if same else "NO"
+        rows.append(row)
+        print(f"  KV cache, {n} new tokens: {row['speed-up']:.1f}x faster, same: {row['same tokens']}", flush=True)
+    return rows
+
+
+# ---- 6. time to accuracy on the copy task ------------------------------------------------------------
+
+COPY_RECIPE = dict(layers=1, d_model=64, heads=4, lr=5e-3, warmup=30, batch_size=32, max_steps=300)
+
+
+def bench_copy_time_to_accuracy(device: torch.device, target: float = 0.99, every: int = 10) -> dict:
+    """Seconds of training (evaluation excluded) until greedy exact match on 500 fresh sequences >= target."""
+    from transformer_course.training import TrainConfig, evaluate, make_task, recipe_model_config, train
+
+    r = COPY_RECIPE
+    torch.set_num_threads(1)  # a model this small runs fastest on one thread (see NOTEBOOK_PATTERNS)
+    task = make_task("copy")
+    config = recipe_model_config(
+        task, d_model=r["d_model"], num_heads=r["heads"], num_encoder_layers=r["layers"],
+        num_decoder_layers=r["layers"], d_ff=4 * r["d_model"], dropout=0.0,
+    )  # fmt: skip
+    seed_everything(0)
+    model = Transformer(config).to(device)
+    pairs = task.eval_pairs(500)
+    state: dict = {"seconds": 0.0, "mark": time.perf_counter(), "step": None, "accuracy": 0.0}
+
+    def after_step(step: int, loss: float) -> None:
+        state["seconds"] += time.perf_counter() - state["mark"]
+        if step % every == 0 and state["step"] is None:
+            accuracy = evaluate(model, task, pairs).exact_match
+            model.train()
+            state["accuracy"] = accuracy
+            if accuracy >= target:
+                state["step"], state["at_seconds"] = step, state["seconds"]
+        state["mark"] = time.perf_counter()
+
+    train_config = TrainConfig(
+        steps=r["max_steps"], batch_size=r["batch_size"], lr=r["lr"], warmup=r["warmup"], clip_norm=1.0
+    )
+    train(model, task, train_config, progress=False, device=device, callback=after_step)
+    torch.set_num_threads(THREADS)
+    result = {
+        "recipe": f"{r['layers']}+{r['layers']} layers, d_model {r['d_model']}, batch {r['batch_size']}, "
+        f"lr {r['lr']} with {r['warmup']} warm-up steps",
+        "reached": state["step"] is not None,
+        "steps": state["step"],
+        "seconds": state.get("at_seconds"),
+        "exact match": state["accuracy"],
+    }
+    print(f"  copy task: {result}", flush=True)
+    return result
+
+
 # ---- 7. notebooks --------------------------------------------------------------------------------------
 
 
@@ -366,6 +451,12 @@ def main() -> None:
     results["attention_scaling"] = bench_attention_scaling(lengths)
     plot_scaling(results["attention_scaling"], figures / "benchmark_attention_scaling.png")
 
+    print("5. KV cache", flush=True)
+    results["kv_cache"] = bench_kv_cache(device, [16, 32] if quick else [64, 128, 256, 512])
+
+    print("6. copy task, time to 99% exact match", flush=True)
+    results["copy_task"] = bench_copy_time_to_accuracy(device)
+
     if not args.skip_notebooks:
         print("7. notebooks", flush=True)
         results["notebooks"] = bench_notebooks(["00"] if quick else None)
@@ -470,6 +561,26 @@ def write_report(results: dict, out_dir: Path) -> None:
                 "scores matrix (MB)": ".0f",
             },
         ),  # fmt: skip
+    ]
+    copy = results["copy_task"]
+    copy_line = (
+        f"{copy['seconds']:.1f} s of training ({copy['steps']} steps) to {copy['exact match']:.1%} greedy exact match"
+        if copy["reached"]
+        else f"not reached within the step budget (last exact match {copy['exact match']:.1%})"
+    )
+    parts += [
+        "",
+        "## 5. Greedy decoding with and without the KV cache (tiny preset, 64 sequences)",
+        "",
+        markdown_table(
+            results["kv_cache"],
+            ["new tokens", "without cache (s)", "with cache (s)", "speed-up", "same tokens"],
+            {"without cache (s)": ".3f", "with cache (s)": ".3f", "speed-up": ".1f"},
+        ),
+        "",
+        "## 6. Time to accuracy on the copy task (symbols 1..10, length 10, 500 fresh sequences)",
+        "",
+        f"Recipe: {copy['recipe']}, one thread. Result: {copy_line}.",
     ]
     if "notebooks" in results:
         total = sum(r["seconds"] for r in results["notebooks"])
