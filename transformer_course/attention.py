@@ -173,9 +173,7 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
         for name, t in (("query", query), ("key", key), ("value", value)):
             if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"{name} must have shape (batch, len, d_model={self.d_model}), got {tuple(t.shape)}"
-                )
+                raise ValueError(f"{name} must have shape (batch, len, d_model={self.d_model}), got {tuple(t.shape)}")
         if not query.shape[0] == key.shape[0] == value.shape[0]:
             raise ValueError(
                 f"query, key and value must share the batch size, got {query.shape[0]}, {key.shape[0]}, "

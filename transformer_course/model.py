@@ -50,9 +50,7 @@ class TransformerConfig:
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
         if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
-            )
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.activation not in ACTIVATIONS:
@@ -228,8 +226,7 @@ class Transformer(nn.Module):
             raise ValueError(f"{name} must have shape (batch, len) of token ids, got {tuple(ids.shape)}")
         if ids.shape[1] > self.config.max_len:
             raise ValueError(
-                f"{name} has length {ids.shape[1]}, longer than the positional table's max_len="
-                f"{self.config.max_len}"
+                f"{name} has length {ids.shape[1]}, longer than the positional table's max_len={self.config.max_len}"
             )
 
     def source_mask(self, src: Tensor) -> Tensor | None:
