@@ -374,23 +374,16 @@ def markdown_table(rows: list[dict], columns: list[str], formats: dict[str, str]
     return "\n".join(lines)
 
 
-def plot_scaling(rows: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def scaling_figure(rows: list[dict]):
+    """Time and peak memory of attention against n, written out vs F.scaled_dot_product_attention (log-log)."""
     import matplotlib.pyplot as plt
 
-    from transformer_course.viz import set_style
-
-    set_style()
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 3.8))
     ns = [r["n"] for r in rows]
-    for method, label in (
-        ("written_out", "written out (scores materialised)"),
-        ("sdpa", "F.scaled_dot_product_attention"),
-    ):
+    methods = (("written_out", "written out (scores materialised)"), ("sdpa", "F.scaled_dot_product_attention"))
+    for method, label in methods:
         ax_t.plot(ns, [r[f"time {method} (s)"] * 1e3 for r in rows], marker="o", label=label)
-        ax_m.plot(ns, [r[f"peak extra memory {method} (MB)"] for r in rows], marker="o", label=label)
+        ax_m.plot(ns, [max(r[f"peak extra memory {method} (MB)"], 0.1) for r in rows], marker="o", label=label)
     ax_m.plot(ns, [r["scores matrix (MB)"] for r in rows], ls="--", color="0.5", label="one n x n score matrix")
     for ax, ylabel in ((ax_t, "time per call (ms)"), (ax_m, "peak extra memory (MB)")):
         ax.set_xscale("log", base=2)
@@ -401,6 +394,19 @@ def plot_scaling(rows: list[dict], path: Path) -> None:
     ax_t.set_title("attention time against n")
     ax_m.set_title("attention memory against n")
     fig.tight_layout()
+    return fig
+
+
+def plot_scaling(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from transformer_course.viz import set_style
+
+    set_style()
+    fig = scaling_figure(rows)
     fig.savefig(path, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
 

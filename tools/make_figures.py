@@ -7,6 +7,8 @@ python tools/make_figures.py --list    # their names
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,16 +16,132 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import seaborn as sns  # noqa: E402
+import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from transformer_course.utils import seed_everything  # noqa: E402
-from transformer_course.viz import draw_architecture, set_style  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-FIGURES_DIR = Path(__file__).resolve().parent.parent / "figures"
+from transformer_course.data import BOS_ID, DateTask, make_batch  # noqa: E402
+from transformer_course.decoding import cross_attention_maps, greedy_decode  # noqa: E402
+from transformer_course.positional import sinusoidal_table  # noqa: E402
+from transformer_course.rnn import RNNCell, chain_jacobians, rnn_step_jacobians, scaled_recurrent_weight  # noqa: E402
+from transformer_course.training import TrainConfig, load_or_train, noam_lr, recipe_model_config  # noqa: E402
+from transformer_course.utils import seed_everything  # noqa: E402
+from transformer_course.viz import draw_architecture, plot_attention, plot_attention_heads, set_style  # noqa: E402
+
+FIGURES_DIR = ROOT / "figures"
+# the trained date model of notebooks 09 and 10 (trained here, about a minute, if the notebooks have not run)
+DATE_MODEL = ROOT / "notebooks" / ".cache" / "date_model.safetensors"
+
+
+def positional_heatmap() -> Figure:
+    table = sinusoidal_table(100, 128)
+    fig, ax = plt.subplots(figsize=(9.0, 4.2))
+    sns.heatmap(table.numpy(), ax=ax, cmap="RdBu_r", vmin=-1, vmax=1, cbar_kws={"label": "PE value"})
+    ax.set_xlabel("dimension i (even: sin, odd: cos)")
+    ax.set_ylabel("position")
+    ax.set_xticks(range(0, 128, 16), range(0, 128, 16))
+    ax.set_yticks(range(0, 100, 10), range(0, 100, 10))
+    ax.set_title("Sinusoidal positional encoding, d_model = 128")
+    return fig
+
+
+def gradient_decay() -> Figure:
+    """||dS_T/dS_k|| of a tanh RNN against T - k, for recurrent weights with every singular value = scale."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 60, 16, generator=generator) * 0.5
+    for scale in (0.5, 0.9, 1.5, 3.0):
+        cell = RNNCell(16, 32)
+        with torch.no_grad():
+            cell.weight_hh.copy_(scaled_recurrent_weight(32, scale, generator))
+        _, jacobians = rnn_step_jacobians(cell, x)
+        norms = torch.linalg.matrix_norm(chain_jacobians(jacobians)[0], ord=2).flip(0)  # index = T - k
+        ax.semilogy(range(len(norms)), norms.clamp_min(1e-30).numpy(), label=f"scale {scale}")
+    ax.set_xlabel("distance T - k (time steps)")
+    ax.set_ylabel("||dS_T / dS_k|| (spectral norm)")
+    ax.set_title("Backpropagation through time in a tanh RNN")
+    ax.legend()
+    return fig
+
+
+def warmup_schedule() -> Figure:
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    steps = range(1, 30_001)
+    for d_model, warmup in ((512, 4000), (512, 8000), (256, 4000)):
+        ax.plot(steps, [noam_lr(s, d_model, warmup) for s in steps], label=f"d_model {d_model}, warm-up {warmup}")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("learning rate")
+    ax.set_title("lr = d_model^-0.5 min(step^-0.5, step warmup^-1.5)")
+    ax.legend()
+    return fig
+
+
+def _date_model():
+    torch.set_num_threads(1)  # the training recipe's setting (see notebook 09)
+    task = DateTask(seed=0)
+    DATE_MODEL.parent.mkdir(exist_ok=True)
+    checkpoint = load_or_train(DATE_MODEL, task, recipe_model_config(task), TrainConfig(), progress=False)
+    return checkpoint
+
+
+def alignment_map() -> Figure:
+    checkpoint = _date_model()
+    model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
+    text = "Wednesday, March 3, 2021"
+    src = make_batch([(text, "")], src_vocab, tgt_vocab).src
+    out = greedy_decode(model, src, max_len=20)
+    n_out = int(out.lengths[0])
+    tgt_in = torch.cat([torch.full((1, 1), BOS_ID), out.tokens[:, :-1]], dim=1)
+    weights = cross_attention_maps(model, src, tgt_in)[-1, 0].mean(dim=0)  # last layer, heads averaged
+    fig, ax = plt.subplots(figsize=(10.0, 4.8))
+    plot_attention(
+        weights[:n_out, : len(text)],
+        [tgt_vocab.tokens[i] for i in out.tokens[0, :n_out].tolist()],
+        [c if c != " " else "·" for c in text],
+        ax=ax,
+        title=f"cross-attention (last layer): {text!r} -> {tgt_vocab.decode(out.tokens[0].tolist())}",
+    )
+    ax.set_xlabel("source character")
+    ax.set_ylabel("output character being produced")
+    return fig
+
+
+def attention_heads() -> Figure:
+    checkpoint = _date_model()
+    model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
+    text = "3rd of March 2021"
+    src = make_batch([(text, "")], src_vocab, tgt_vocab).src
+    with torch.no_grad():
+        model.encode(src)
+    weights = model.encoder.layers[-1].self_attention.attention_weights[0]  # (heads, len, len)
+    labels = [c if c != " " else "·" for c in text]
+    return plot_attention_heads(
+        weights, labels, labels, suptitle="Encoder self-attention heads (last layer) of the trained date model"
+    )
+
+
+def benchmark_attention_scaling() -> Figure | None:
+    """Redrawn from benchmarks/results.json (the timings of the last benchmark run), if there is one."""
+    results = ROOT / "benchmarks" / "results.json"
+    if not results.exists():
+        return None
+    from benchmarks.run_benchmarks import scaling_figure
+
+    return scaling_figure(json.loads(results.read_text())["attention_scaling"])
+
 
 # name -> (function that draws it, the notebook that explains it)
-FIGURES: dict[str, tuple[Callable[[], Figure], str]] = {
+FIGURES: dict[str, tuple[Callable[[], Figure | None], str]] = {
     "architecture": (draw_architecture, "00_introduction.ipynb"),
+    "gradient_decay": (gradient_decay, "01_rnn_limits.ipynb"),
+    "positional_encoding": (positional_heatmap, "03_positional_encoding.ipynb"),
+    "attention_heads": (attention_heads, "05_multi_head_attention.ipynb"),
+    "warmup_schedule": (warmup_schedule, "09_training.ipynb"),
+    "alignment_map": (alignment_map, "10_decoding.ipynb"),
+    "benchmark_attention_scaling": (benchmark_attention_scaling, "13_efficient_attention.ipynb"),
 }
 
 
@@ -45,7 +163,11 @@ def main() -> None:
     for name, (draw, _) in FIGURES.items():
         seed_everything(0)
         set_style()
-        save(draw(), FIGURES_DIR / f"{name}.png")
+        fig = draw()
+        if fig is None:
+            print(f"figures/{name}.png: skipped (no input for it yet)")
+            continue
+        save(fig, FIGURES_DIR / f"{name}.png")
         print(f"figures/{name}.png")
 
 
