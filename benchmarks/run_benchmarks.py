@@ -202,44 +202,48 @@ def bench_training_step(device: torch.device, setups: dict, run_time: float, pea
 # ---- 4. attention time and peak memory against n ------------------------------------------------------
 
 _MEMORY_PROBE = """
-import resource, sys, time, torch
+import gc, resource, sys, time, torch
 import torch.nn.functional as F
 from transformer_course.attention import scaled_dot_product_attention
 method, n, heads, d_k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+
+
+def status_kb(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+
+
 torch.manual_seed(0)
 q, k, v = (torch.randn(1, heads, n, d_k) for _ in range(3))
 f = (lambda: scaled_dot_product_attention(q, k, v)[0]) if method == "written_out" else (
     lambda: F.scaled_dot_product_attention(q, k, v))
 with torch.no_grad():
     f()  # warm-up: library buffers are allocated once, before the baseline
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")  # reset the resident-memory high-water mark (VmHWM) to the current size
+    base = status_kb("VmRSS")
     elapsed = float("inf")
     for _ in range(3):  # the best of three calls: the least disturbed by the rest of the machine
         start = time.perf_counter(); out = f(); elapsed = min(elapsed, time.perf_counter() - start); del out
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = status_kb("VmHWM")
 print(elapsed, peak, base)
 """
 
 
 def bench_attention_scaling(lengths: list[int], heads: int = 4, d_k: int = 64) -> list[dict]:
-    """Each measurement in a fresh process, so its peak resident memory is its own (CPU)."""
+    """Each measurement in a fresh process; peak memory is the growth of its resident set (Linux) during the
+    calls, above what it held before them."""
     rows = []
     for n in lengths:
         row: dict = {"n": n}
         for method in ("written_out", "sdpa"):
-            # the warm-up call already reached the peak once, so measure peak growth in a second process
-            # with no warm-up for the memory, and keep the warm timing from the first
             out = subprocess.run(
                 [sys.executable, "-c", _MEMORY_PROBE, method, str(n), str(heads), str(d_k)],
                 capture_output=True, text=True, check=True, cwd=ROOT,
             )  # fmt: skip
-            elapsed, _, _ = (float(x) for x in out.stdout.split())
-            cold = subprocess.run(
-                [sys.executable, "-c", _MEMORY_PROBE.replace("    f()  # warm-up", "    pass  # no warm-up"),
-                 method, str(n), str(heads), str(d_k)],
-                capture_output=True, text=True, check=True, cwd=ROOT,
-            )  # fmt: skip
-            _, peak_kb, base_kb = (float(x) for x in cold.stdout.split())
+            elapsed, peak_kb, base_kb = (float(x) for x in out.stdout.split())
             row[f"time {method} (s)"] = elapsed
             row[f"peak extra memory {method} (MB)"] = max(peak_kb - base_kb, 0.0) / 1024
         row["time ratio"] = row["time written_out (s)"] / row["time sdpa (s)"]
@@ -268,23 +272,15 @@ def bench_kv_cache(device: torch.device, new_tokens: list[int], batch: int = 64)
     rows = []
     for n in new_tokens:
         row: dict = {"new tokens": n}
+        tokens = {}
         for use_cache in (False, True):
-
-            def call(use_cache=use_cache, n=n):
-                greedy_decode(model, src, max_len=n, use_cache=use_cache, eos_id=-1)  # -1: never stops early
-                sync(device)
-
-            label = "with cache (s)" if use_cache else "without cache (s)"
             start = time.perf_counter()
-            call()
-            row[label] = time.perf_counter() - start
-        with torch.no_grad():
-            same = torch.equal(
-                greedy_decode(model, src, max_len=n, use_cache=False, eos_id=-1).tokens,
-                greedy_decode(model, src, max_len=n, use_cache=True, eos_id=-1).tokens,
-            )
+            # eos_id=-1 never matches a token, so every row decodes exactly n tokens
+            tokens[use_cache] = greedy_decode(model, src, max_len=n, use_cache=use_cache, eos_id=-1).tokens
+            sync(device)
+            row["with cache (s)" if use_cache else "without cache (s)"] = time.perf_counter() - start
         row["speed-up"] = row["without cache (s)"] / row["with cache (s)"]
-        row["same tokens"] = "yes" if same else "NO"
+        row["same tokens"] = "yes" if torch.equal(tokens[False], tokens[True]) else "NO"
         rows.append(row)
         print(f"  KV cache, {n} new tokens: {row['speed-up']:.1f}x faster, same: {row['same tokens']}", flush=True)
     return rows
@@ -415,6 +411,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check that every row runs")
     parser.add_argument("--skip-notebooks", action="store_true", help="leave out the notebook timings")
+    parser.add_argument(
+        "--only", type=int, nargs="+", choices=range(1, 8), default=None,
+        help="re-run only these sections (1-7) and keep the others from the existing results.json",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="folder for results.md/json (default: benchmarks/)")
     args = parser.parse_args()
     device = get_device()
@@ -423,8 +423,10 @@ def main() -> None:
     out_dir = args.out or RESULTS_MD.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = out_dir if args.out else FIGURES
+    wanted = set(args.only or range(1, 8)) - ({7} if args.skip_notebooks else set())
 
-    info = {
+    results: dict = json.loads((out_dir / "results.json").read_text()) if args.only else {}
+    results["info"] = {
         "device": device.type,
         "torch": torch.__version__,
         "python": platform.python_version(),
@@ -432,38 +434,42 @@ def main() -> None:
         "machine": platform.machine(),
     }
     print(f"device {device.type}, torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
-    results: dict = {"info": info}
 
-    print("1. multi-head attention", flush=True)
-    grid = [(2, 16, 32)] if quick else [(8, 64, 256), (8, 256, 256), (8, 64, 512), (8, 256, 512)]
-    results["attention_modules"] = bench_attention_modules(device, grid, run_time)
+    if 1 in wanted:
+        print("1. multi-head attention", flush=True)
+        grid = [(2, 16, 32)] if quick else [(8, 64, 256), (8, 256, 256), (8, 64, 512), (8, 256, 512)]
+        results["attention_modules"] = bench_attention_modules(device, grid, run_time)
 
-    print("2-3. training step and MFU", flush=True)
-    peak = matmul_flops_per_second(device, 256 if quick else 2048, run_time)
-    results["matmul_gflops"] = peak / 1e9
-    vocab = 64 if quick else 1000
-    paper = TransformerConfig.preset(
-        "base", src_vocab_size=vocab, tgt_vocab_size=vocab, num_encoder_layers=2, num_decoder_layers=2
-    )
-    tiny = TransformerConfig.preset("tiny", src_vocab_size=vocab, tgt_vocab_size=vocab)
-    setups = {"tiny": (tiny, 4, 8, 8)} if quick else {
-        "paper dims, 2+2 layers, batch 16 x 64 tokens": (paper, 16, 64, 64),
-        "tiny preset, batch 64 x 24 tokens": (tiny, 64, 24, 24),
-    }  # fmt: skip
-    results["training_step"] = bench_training_step(device, setups, run_time, peak)
+    if wanted & {2, 3}:
+        print("2-3. training step and MFU", flush=True)
+        peak = matmul_flops_per_second(device, 256 if quick else 2048, run_time)
+        results["matmul_gflops"] = peak / 1e9
+        vocab = 64 if quick else 1000
+        paper = TransformerConfig.preset(
+            "base", src_vocab_size=vocab, tgt_vocab_size=vocab, num_encoder_layers=2, num_decoder_layers=2
+        )
+        tiny = TransformerConfig.preset("tiny", src_vocab_size=vocab, tgt_vocab_size=vocab)
+        setups = {"tiny": (tiny, 4, 8, 8)} if quick else {
+            "paper dims, 2+2 layers, batch 16 x 64 tokens": (paper, 16, 64, 64),
+            "tiny preset, batch 64 x 24 tokens": (tiny, 64, 24, 24),
+        }  # fmt: skip
+        results["training_step"] = bench_training_step(device, setups, run_time, peak)
 
-    print("4. attention against n", flush=True)
-    lengths = [64, 128] if quick else [256, 512, 1024, 2048, 4096, 8192]
-    results["attention_scaling"] = bench_attention_scaling(lengths)
-    plot_scaling(results["attention_scaling"], figures / "benchmark_attention_scaling.png")
+    if 4 in wanted:
+        print("4. attention against n", flush=True)
+        lengths = [64, 128] if quick else [256, 512, 1024, 2048, 4096, 8192]
+        results["attention_scaling"] = bench_attention_scaling(lengths)
+        plot_scaling(results["attention_scaling"], figures / "benchmark_attention_scaling.png")
 
-    print("5. KV cache", flush=True)
-    results["kv_cache"] = bench_kv_cache(device, [16, 32] if quick else [64, 128, 256, 512])
+    if 5 in wanted:
+        print("5. KV cache", flush=True)
+        results["kv_cache"] = bench_kv_cache(device, [16, 32] if quick else [64, 128, 256, 512])
 
-    print("6. copy task, time to 99% exact match", flush=True)
-    results["copy_task"] = bench_copy_time_to_accuracy(device)
+    if 6 in wanted:
+        print("6. copy task, time to 99% exact match", flush=True)
+        results["copy_task"] = bench_copy_time_to_accuracy(device)
 
-    if not args.skip_notebooks:
+    if 7 in wanted:
         print("7. notebooks", flush=True)
         results["notebooks"] = bench_notebooks(["00"] if quick else None)
 

@@ -123,70 +123,55 @@ def mha_from_torch(theirs: nn.MultiheadAttention) -> MultiHeadAttention:
 # ---- encoder and decoder layers ---------------------------------------------------------------------
 
 
-def encoder_layer_to_torch(layer: EncoderLayer) -> nn.TransformerEncoderLayer:
-    """A ``nn.TransformerEncoderLayer(batch_first=True)`` with our layer's weights and settings."""
-    attention, ff, norm = layer.self_attention, layer.feed_forward, layer.self_attention_residual
-    theirs = nn.TransformerEncoderLayer(
-        attention.d_model,
-        attention.num_heads,
+def _layer_to_torch(layer: EncoderLayer | DecoderLayer, torch_cls: type, names: dict, attention: dict) -> nn.Module:
+    mha, ff, norm = layer.self_attention, layer.feed_forward, layer.self_attention_residual
+    theirs = torch_cls(
+        mha.d_model,
+        mha.num_heads,
         ff.linear1.out_features,
-        dropout=layer.feed_forward.dropout.p,
+        dropout=ff.dropout.p,
         activation=ff.activation,
         layer_norm_eps=norm.norm.eps,
         batch_first=True,
         norm_first=norm.norm_first,
     )
-    theirs.load_state_dict(_layer_to_torch_state(layer.state_dict(), _ENCODER_NAMES, _ENCODER_ATTENTION))
-    return theirs.train(layer.training).to(attention.w_q.weight.device)
+    theirs.load_state_dict(_layer_to_torch_state(layer.state_dict(), names, attention))
+    return theirs.train(layer.training).to(mha.w_q.weight.device)
+
+
+def _layer_from_torch(theirs: nn.Module, our_cls: type, names: dict, attention: dict) -> EncoderLayer | DecoderLayer:
+    _check_batch_first(theirs)
+    ours = our_cls(
+        theirs.self_attn.embed_dim,
+        theirs.self_attn.num_heads,
+        theirs.linear1.out_features,
+        theirs.dropout.p,
+        _activation_name(theirs),
+        theirs.norm_first,
+        theirs.norm1.eps,
+    )
+    ours.load_state_dict(_layer_from_torch_state(theirs.state_dict(), names, attention))
+    return ours.train(theirs.training).to(theirs.linear1.weight.device)
+
+
+def encoder_layer_to_torch(layer: EncoderLayer) -> nn.TransformerEncoderLayer:
+    """A ``nn.TransformerEncoderLayer(batch_first=True)`` with our layer's weights and settings."""
+    return _layer_to_torch(layer, nn.TransformerEncoderLayer, _ENCODER_NAMES, _ENCODER_ATTENTION)
 
 
 def encoder_layer_from_torch(theirs: nn.TransformerEncoderLayer) -> EncoderLayer:
     """Our :class:`EncoderLayer` with the weights and settings of a ``nn.TransformerEncoderLayer``."""
-    _check_batch_first(theirs)
-    ours = EncoderLayer(
-        theirs.self_attn.embed_dim,
-        theirs.self_attn.num_heads,
-        theirs.linear1.out_features,
-        theirs.dropout.p,
-        _activation_name(theirs),
-        theirs.norm_first,
-        theirs.norm1.eps,
-    )
-    ours.load_state_dict(_layer_from_torch_state(theirs.state_dict(), _ENCODER_NAMES, _ENCODER_ATTENTION))
-    return ours.train(theirs.training).to(theirs.linear1.weight.device)
+    return _layer_from_torch(theirs, EncoderLayer, _ENCODER_NAMES, _ENCODER_ATTENTION)
 
 
 def decoder_layer_to_torch(layer: DecoderLayer) -> nn.TransformerDecoderLayer:
     """A ``nn.TransformerDecoderLayer(batch_first=True)`` with our layer's weights and settings."""
-    attention, ff, norm = layer.self_attention, layer.feed_forward, layer.self_attention_residual
-    theirs = nn.TransformerDecoderLayer(
-        attention.d_model,
-        attention.num_heads,
-        ff.linear1.out_features,
-        dropout=layer.feed_forward.dropout.p,
-        activation=ff.activation,
-        layer_norm_eps=norm.norm.eps,
-        batch_first=True,
-        norm_first=norm.norm_first,
-    )
-    theirs.load_state_dict(_layer_to_torch_state(layer.state_dict(), _DECODER_NAMES, _DECODER_ATTENTION))
-    return theirs.train(layer.training).to(attention.w_q.weight.device)
+    return _layer_to_torch(layer, nn.TransformerDecoderLayer, _DECODER_NAMES, _DECODER_ATTENTION)
 
 
 def decoder_layer_from_torch(theirs: nn.TransformerDecoderLayer) -> DecoderLayer:
     """Our :class:`DecoderLayer` with the weights and settings of a ``nn.TransformerDecoderLayer``."""
-    _check_batch_first(theirs)
-    ours = DecoderLayer(
-        theirs.self_attn.embed_dim,
-        theirs.self_attn.num_heads,
-        theirs.linear1.out_features,
-        theirs.dropout.p,
-        _activation_name(theirs),
-        theirs.norm_first,
-        theirs.norm1.eps,
-    )
-    ours.load_state_dict(_layer_from_torch_state(theirs.state_dict(), _DECODER_NAMES, _DECODER_ATTENTION))
-    return ours.train(theirs.training).to(theirs.linear1.weight.device)
+    return _layer_from_torch(theirs, DecoderLayer, _DECODER_NAMES, _DECODER_ATTENTION)
 
 
 # ---- the whole model ---------------------------------------------------------------------------------
