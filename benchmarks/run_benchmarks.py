@@ -291,44 +291,29 @@ def bench_kv_cache(device: torch.device, new_tokens: list[int], batch: int = 64)
 COPY_RECIPE = dict(layers=1, d_model=64, heads=4, lr=5e-3, warmup=30, batch_size=32, max_steps=300)
 
 
-def bench_copy_time_to_accuracy(device: torch.device, target: float = 0.99, every: int = 10) -> dict:
+def bench_copy_time_to_accuracy(device: torch.device, target: float = 0.99) -> dict:
     """Seconds of training (evaluation excluded) until greedy exact match on 500 fresh sequences >= target."""
-    from transformer_course.training import TrainConfig, evaluate, make_task, recipe_model_config, train
+    from transformer_course.training import TrainConfig, make_task, recipe_model_config, time_to_accuracy
 
     r = COPY_RECIPE
     torch.set_num_threads(1)  # a model this small runs fastest on one thread (see NOTEBOOK_PATTERNS)
     task = make_task("copy")
     config = recipe_model_config(
         task, d_model=r["d_model"], num_heads=r["heads"], num_encoder_layers=r["layers"],
-        num_decoder_layers=r["layers"], d_ff=4 * r["d_model"], dropout=0.0,
+        num_decoder_layers=r["layers"], d_ff=4 * r["d_model"],
     )  # fmt: skip
-    seed_everything(0)
-    model = Transformer(config).to(device)
-    pairs = task.eval_pairs(500)
-    state: dict = {"seconds": 0.0, "mark": time.perf_counter(), "step": None, "accuracy": 0.0}
-
-    def after_step(step: int, loss: float) -> None:
-        state["seconds"] += time.perf_counter() - state["mark"]
-        if step % every == 0 and state["step"] is None:
-            accuracy = evaluate(model, task, pairs).exact_match
-            model.train()
-            state["accuracy"] = accuracy
-            if accuracy >= target:
-                state["step"], state["at_seconds"] = step, state["seconds"]
-        state["mark"] = time.perf_counter()
-
     train_config = TrainConfig(
         steps=r["max_steps"], batch_size=r["batch_size"], lr=r["lr"], warmup=r["warmup"], clip_norm=1.0
     )
-    train(model, task, train_config, progress=False, device=device, callback=after_step)
+    outcome = time_to_accuracy(task, config, train_config, target=target, device=device)
     torch.set_num_threads(THREADS)
     result = {
         "recipe": f"{r['layers']}+{r['layers']} layers, d_model {r['d_model']}, batch {r['batch_size']}, "
         f"lr {r['lr']} with {r['warmup']} warm-up steps",
-        "reached": state["step"] is not None,
-        "steps": state["step"],
-        "seconds": state.get("at_seconds"),
-        "exact match": state["accuracy"],
+        "reached": outcome.reached,
+        "steps": outcome.steps,
+        "seconds": outcome.seconds,
+        "exact match": outcome.exact_match,
     }
     print(f"  copy task: {result}", flush=True)
     return result

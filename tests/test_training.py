@@ -331,3 +331,19 @@ def test_shell_entry_point_runs_the_same_training(tmp_path, capsys):
     assert set(metrics) == {"token_accuracy", "exact_match"}
     loaded = load_checkpoint(out)
     assert loaded.config.d_model == 32 and loaded.extra["train_config"]["steps"] == 20
+
+
+def test_callback_can_stop_training_early_and_time_to_accuracy_reports_misses():
+    from transformer_course.model import Transformer
+    from transformer_course.training import TrainConfig, make_task, recipe_model_config, time_to_accuracy, train
+
+    task = make_task("copy")
+    config = recipe_model_config(task, num_encoder_layers=1, num_decoder_layers=1)
+    history = train(Transformer(config), task, TrainConfig(steps=10, warmup=2, batch_size=8), progress=False,
+                    callback=lambda step, loss: step == 3)  # fmt: skip
+    assert len(history.loss) == 3
+    missed = time_to_accuracy(task, config, TrainConfig(steps=4, warmup=2, batch_size=8), target=1.0, every=2)
+    assert not missed.reached and missed.steps is None and missed.seconds is None
+    assert 0.0 <= missed.exact_match < 1.0
+    with pytest.raises(ValueError, match="target must be in"):
+        time_to_accuracy(task, config, TrainConfig(steps=4, warmup=2), target=0.0)

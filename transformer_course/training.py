@@ -256,7 +256,7 @@ def train(
     config: TrainConfig,
     progress: bool = True,
     device: torch.device | str | None = None,
-    callback: Callable[[int, float], None] | None = None,
+    callback: Callable[[int, float], bool | None] | None = None,
     distributed: DistributedContext | None = None,
     amp: bool = False,
 ) -> History:
@@ -265,7 +265,8 @@ def train(
     Each update: draw a batch (with a generator seeded by ``config.seed``, so the data order is fixed), run the
     model with teacher forcing (decoder input = target shifted right), compute :func:`label_smoothing_loss`
     over the non-padding positions, back-propagate, clip the gradient norm, set the scheduled learning rate and
-    step Adam. ``callback(step, loss)`` runs after every update. Returns the :class:`History`.
+    step Adam. ``callback(step, loss)`` runs after every update; if it returns True, training stops there.
+    Returns the :class:`History`.
 
     ``distributed`` (see :mod:`transformer_course.distributed`): this process trains on its slice of each
     global batch of ``config.batch_size`` rows through DistributedDataParallel, and the history records losses
@@ -303,11 +304,12 @@ def train(
         history.lr.append(lr)
         history.grad_norm.append(grad_norm.item())
         history.batch_accuracy.append(mean_across_processes(accuracy, distributed).item())
-        if callback is not None:
-            callback(step, history.loss[-1])
-        if step % config.log_every == 0 or step == config.steps:
+        stop = callback is not None and callback(step, history.loss[-1]) is True
+        if step % config.log_every == 0 or step == config.steps or stop:
             recent = history.loss[-config.log_every :]
             line.update(step, f"loss {sum(recent) / len(recent):.4f}  lr {lr:.2e}")
+        if stop:
+            break
     line.close()
     history.seconds = time.perf_counter() - start
     model.eval()
@@ -536,6 +538,50 @@ def train_task_model(
     return model, history
 
 
+@dataclass
+class TimeToAccuracy:
+    """When greedy exact match first reached the target: after ``steps`` updates and ``seconds`` of training
+    (evaluation time excluded); ``exact_match`` is the last measured value."""
+
+    reached: bool
+    steps: int | None
+    seconds: float | None
+    exact_match: float
+
+
+def time_to_accuracy(
+    task: Task,
+    model_config: TransformerConfig,
+    train_config: TrainConfig,
+    target: float = 0.99,
+    every: int = 10,
+    eval_size: int = 500,
+    device: torch.device | str = "cpu",
+) -> TimeToAccuracy:
+    """Train as :func:`train_task_model` does, evaluating greedy exact match on ``eval_size`` held-out pairs
+    every ``every`` updates, and stop as soon as it reaches ``target`` (or after ``train_config.steps``)."""
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"target must be in (0, 1], got {target}")
+    seed_everything(train_config.seed)
+    model = Transformer(model_config).to(device)
+    pairs = task.eval_pairs(eval_size)
+    state: dict[str, Any] = {"seconds": 0.0, "mark": time.perf_counter(), "steps": None, "accuracy": 0.0}
+
+    def after_step(step: int, loss: float) -> bool:
+        state["seconds"] += time.perf_counter() - state["mark"]
+        if step % every == 0:
+            state["accuracy"] = evaluate(model, task, pairs).exact_match
+            model.train()
+            if state["accuracy"] >= target:
+                state["steps"] = step
+        state["mark"] = time.perf_counter()
+        return state["steps"] is not None
+
+    train(model, task, train_config, progress=False, device=device, callback=after_step)
+    reached = state["steps"] is not None
+    return TimeToAccuracy(reached, state["steps"], state["seconds"] if reached else None, state["accuracy"])
+
+
 def _run_description(task: Task, train_config: TrainConfig) -> dict[str, Any]:
     """What a checkpoint's ``extra`` records about how it was trained (JSON types, as read back from a file)."""
     description = {"task": type(task).__name__, "task_args": task.to_dict(), "train_config": train_config.to_dict()}
@@ -613,6 +659,8 @@ __all__ = [
     "smoothed_targets",
     "train",
     "train_and_save",
+    "TimeToAccuracy",
+    "time_to_accuracy",
     "train_task_model",
     "warmup_linear_lr",
 ]
