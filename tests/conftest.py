@@ -1,6 +1,19 @@
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models run fastest, and bit-identically, on one torch thread; two threads were many times slower on a
+    busy two-core machine. Test modules opt in with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -39,13 +39,7 @@ class VariableCopy:
         return make_batch(self.pairs(batch_size, generator), self.src_vocab, self.tgt_vocab)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread; two threads were many times slower on a busy two-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

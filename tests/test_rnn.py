@@ -25,14 +25,7 @@ from transformer_course.rnn import (
     unroll,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest, and bit-identically, on one thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_rnn_cell_equals_torch_with_copied_weights():

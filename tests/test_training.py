@@ -29,14 +29,7 @@ from transformer_course.training import (
     warmup_linear_lr,
 )
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread; two threads were many times slower on a busy two-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _logits_and_target(seed: int = 0, vocab: int = 7):

@@ -25,14 +25,7 @@ from transformer_course.word2vec import (
     unigram_distribution,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small sparse updates run fastest, and bit-identically, on one thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _model() -> Word2Vec:
