@@ -2,7 +2,7 @@
 
 Launch the shell entry point with ``torchrun``:
 
-    torchrun --nproc_per_node 2 -m transformer_course.train --task copy --steps 300
+    torchrun --standalone --nproc_per_node 2 -m transformer_course.train --task copy --steps 300
 
 Each process draws the same global batch from the same seeded generator and keeps its own contiguous slice
 of rows, so with N processes and a global batch B every step sees exactly the B examples a single process
@@ -13,8 +13,10 @@ when every process has the same number of target tokens, as in the copy and date
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
@@ -49,6 +51,36 @@ def init_from_environment(device: torch.device) -> DistributedContext | None:
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     return DistributedContext(rank, world_size, device)
+
+
+def leave_process_group(context: DistributedContext | None) -> None:
+    """Wait for every process, then tear the process group down (a no-op in a single-process run).
+
+    A process that exits with the group still alive can abort in Gloo's background threads
+    ("terminate called without an active exception"), failing the whole ``torchrun`` job after the
+    training itself has succeeded."""
+    if context is None or not dist.is_initialized():
+        return
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def launched_by_torchrun() -> bool:
+    """True inside one of several processes started by ``torchrun``."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def exit_finished_worker(exit_code: int = 0) -> NoReturn:
+    """End a finished ``torchrun`` worker at once, skipping the interpreter's shutdown.
+
+    Even after :func:`leave_process_group`, PyTorch's Gloo backend sometimes aborts in a C++ destructor while
+    the interpreter shuts down ("terminate called without an active exception"): here, about 2 runs in 100 of
+    the two-process test, each reported by ``torchrun`` as a failed job after a successful training. The
+    worker has written everything it had to write, so it flushes its output and leaves without that shutdown.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)
 
 
 def shard_batch(batch: Batch, rank: int, world_size: int) -> Batch:

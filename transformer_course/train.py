@@ -3,7 +3,7 @@
     python -m transformer_course.train --task copy --steps 300
     python -m transformer_course.train --task date --out checkpoints/date.safetensors
     python -m transformer_course.train --task date --steps 2000 --positional learned --d-model 128
-    torchrun --nproc_per_node 2 -m transformer_course.train --task copy --steps 300   # DDP, 2 processes
+    torchrun --standalone --nproc_per_node 2 -m transformer_course.train --task copy --steps 300   # DDP, 2 processes
     python -m transformer_course.train --task copy --amp                              # bf16 autocast
 
 It prints a progress line, the held-out token and exact-match accuracy, a few mistakes, and saves a
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .distributed import init_from_environment
+from .distributed import exit_finished_worker, init_from_environment, launched_by_torchrun, leave_process_group
 from .training import (
     TrainConfig,
     _run_description,
@@ -118,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         distributed=distributed,
         amp=args.amp,
     )
+    leave_process_group(distributed)  # every process has finished training
     if args.history_out and main_process:
         with open(args.history_out, "w") as f:
             json.dump(history.to_dict(), f)
@@ -143,3 +144,5 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+    if launched_by_torchrun():
+        exit_finished_worker()
