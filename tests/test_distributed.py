@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import socket
 import subprocess
 import sys
 
@@ -19,26 +17,15 @@ from transformer_course.training import TrainConfig, make_task, recipe_model_con
 ARGS = ["--task", "copy", "--steps", "6", "--warmup", "2", "--batch-size", "16", "--quiet", "--eval-size", "8"]
 
 
-# The rendezvous listens on a port the OS picks (":0"), so a busy fixed port cannot break the run, and
-# everything stays on the loopback interface, whatever the machine's hostname resolves to.
+# The rendezvous listens on a loopback port the OS picks (":0"), so a busy fixed port cannot break the run.
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
             "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:0"]  # fmt: skip
-
-
-def _loopback_environment() -> dict[str, str]:
-    env = dict(os.environ)
-    loopback = [name for _, name in socket.if_nameindex() if name in ("lo", "lo0")]
-    if loopback and "GLOO_SOCKET_IFNAME" not in env:
-        env["GLOO_SOCKET_IFNAME"] = loopback[0]
-    return env
 
 
 def _losses(tmp_path, name: str, launcher: list[str]) -> list[float]:
     out = tmp_path / f"{name}.json"
     command = [*launcher, "-m", "transformer_course.train", *ARGS, "--history-out", str(out)]
-    run = subprocess.run(
-        command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_loopback_environment()
-    )
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, (
         f"{' '.join(command)} exited with {run.returncode}:\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     )
