@@ -113,7 +113,7 @@ def _zeroed_after(scores, mask):
         (lambda s, m: ex.reference_masked_softmax(s, ~m), "inverted mask"),
         (_zeroed_after, "do not sum to 1"),
         (lambda s, m: torch.softmax(s, dim=-1), "give weight to masked keys"),
-        (lambda s, m: ex.reference_masked_softmax(s, m)[..., :-1], "expected the scores' shape"),
+        (lambda s, m: ex.reference_masked_softmax(s, m)[..., :-1], "(the scores' shape)"),
         (lambda s, m: ex.reference_masked_softmax(s * 2, m), "differs"),
     ],
     ids=["nan", "uniform", "inverted", "zeroed-after", "unmasked", "shape", "wrong-values"],

@@ -53,7 +53,7 @@ def test_split_checker_accepts_the_package_method(capsys):
     [
         (lambda x, h: x.view(x.shape[0], h, x.shape[1], x.shape[2] // h), "values are scrambled"),
         (lambda x, h: x.view(x.shape[0], x.shape[1], x.shape[2] // h, h).permute(0, 3, 1, 2), "interleaved"),
-        (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h), "expected (batch, heads, len, d_k)"),
+        (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h), "= (batch, heads, len, d_k)"),
         (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h).permute(0, 2, 3, 1), "expected"),
         (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h).transpose(1, 2) * 2, "differs"),
     ],
@@ -70,7 +70,7 @@ def test_split_checker_rejects_typical_mistakes(wrong, hint, capsys):
     [
         (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "positions and heads are mixed up"),
         (lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "not contiguous"),
-        (lambda x: x.transpose(1, 2), "expected (batch, len, heads * d_k)"),
+        (lambda x: x.transpose(1, 2), "= (batch, len, heads * d_k)"),
         (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "differs"),
     ],
     ids=["no-transpose", "view-after-transpose", "not-flattened", "interleaved"],

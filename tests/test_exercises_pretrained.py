@@ -42,7 +42,7 @@ def test_pooling_checker_rejects_typical_mistakes(capsys):
     _rejects(lambda s, m: F.normalize(s.mean(1), dim=-1), "padding was averaged in", capsys)
     _rejects(lambda s, m: mean_pool(s, m), "not unit length", capsys)
     _rejects(lambda s, m: F.normalize(s[:, 0], dim=-1), "[CLS]", capsys)
-    _rejects(lambda s, m: None, "should return a torch.Tensor", capsys)
+    _rejects(lambda s, m: None, "should be a torch.Tensor", capsys)
     _rejects(lambda s, m: F.normalize(mean_pool(F.normalize(s, dim=-1), m), dim=-1), "not each token", capsys)
     _rejects(lambda s, m: F.normalize(mean_pool(s, m), dim=0), "over the batch", capsys)
     _rejects(lambda s, m: l2_normalize(mean_pool(s, m))[:, :3], "shape", capsys)

@@ -6,6 +6,6 @@ A checker calls the reader's function on test inputs and prints one line of feed
 each checker accepts them and rejects typical mistakes.
 """
 
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
-__all__ = ["ExerciseMistake", "expect", "expect_close", "report"]
+__all__ = ["ExerciseMistake", "expect", "expect_close", "expect_tensor", "report"]

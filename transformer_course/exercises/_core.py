@@ -17,14 +17,19 @@ def expect(condition: bool, message: str) -> None:
         raise ExerciseMistake(message)
 
 
-def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
-    """Fail unless ``actual`` is a tensor of ``expected``'s shape whose values are close to it."""
+def expect_tensor(actual: object, what: str, shape: tuple[int, ...] | torch.Size, meaning: str = "") -> None:
+    """Fail unless ``actual`` is a tensor of ``shape``. ``meaning`` follows the expected shape in the message,
+    for instance the names of the axes: "(batch, heads, len, d_k)"."""
     expect(isinstance(actual, torch.Tensor), f"{what} should be a torch.Tensor, got {type(actual).__name__}")
     assert isinstance(actual, torch.Tensor)
-    expect(
-        tuple(actual.shape) == tuple(expected.shape),
-        f"{what} has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}",
-    )
+    expected = f"{tuple(shape)} {meaning}" if meaning else f"{tuple(shape)}"
+    expect(tuple(actual.shape) == tuple(shape), f"{what} has shape {tuple(actual.shape)}, expected {expected}")
+
+
+def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
+    """Fail unless ``actual`` is a tensor of ``expected``'s shape whose values are close to it."""
+    expect_tensor(actual, what, expected.shape)
+    assert isinstance(actual, torch.Tensor)
     actual_f, expected_f = actual.detach().double(), expected.detach().double()
     if not torch.allclose(actual_f, expected_f, atol=atol, rtol=rtol, equal_nan=False):
         worst = (actual_f - expected_f).abs().nan_to_num(float("inf")).max().item()

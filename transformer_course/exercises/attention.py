@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 def reference_attention(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
@@ -101,12 +101,7 @@ def _check_entropy(fn: Callable[[Tensor], Tensor]) -> None:
         out = fn(weights.clone())
         expected = reference_attention_entropy(weights)
         label = f"the entropy of {what}"
-        expect(isinstance(out, Tensor), f"{label} should be a torch.Tensor, got {type(out).__name__}")
-        expect(
-            tuple(out.shape) == tuple(expected.shape),
-            f"{label} has shape {tuple(out.shape)}, expected {tuple(expected.shape)}: one value per row "
-            "(sum over the last dim only)",
-        )
+        expect_tensor(out, label, expected.shape, "- one value per row (sum over the last dim only)")
         o = out.detach().double()
         e = expected.double()
         expect(not torch.isnan(o).any().item(), f"{label} contains NaN: count 0 * ln 0 as 0 (mask the zeros).")

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..data import PAD_ID
 from ..variants import CLS_ID, FIRST_WORD_ID, MASK_ID, SEP_ID, corrupt_for_mlm, pair_inputs, patchify, segment_ids
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 def _same(a: Tensor, b: Tensor) -> bool:
@@ -206,11 +206,7 @@ def _check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
         what = f"your patches of images {shape} with patch_size={p}"
         out = fn(images.clone(), p)
         expected = patchify(images, p)
-        expect(isinstance(out, Tensor), f"{what} should be a torch.Tensor, got {type(out).__name__}")
-        expect(
-            tuple(out.shape) == tuple(expected.shape),
-            f"{what} have shape {tuple(out.shape)}, expected {tuple(expected.shape)} (batch, num_patches, p * p)",
-        )
+        expect_tensor(out, what, expected.shape, "(batch, num_patches, p * p)")
         if torch.allclose(out.detach().float(), expected):
             continue
         for hint, wrong in _patch_mistakes(images, p).items():

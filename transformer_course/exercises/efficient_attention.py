@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 State = tuple[Tensor, Tensor, Tensor]
 
@@ -66,10 +66,7 @@ def _check_longformer_mask(fn: Callable[[int, int, Sequence[int]], Tensor]) -> N
     for length, window, global_positions in _MASK_CASES:
         what = f"your mask for length={length}, window={window}, global_positions={global_positions}"
         out = fn(length, window, list(global_positions))
-        expect(isinstance(out, Tensor), f"{what} should be a torch.Tensor, got {type(out).__name__}")
-        expect(
-            tuple(out.shape) == (length, length), f"{what} has shape {tuple(out.shape)}, expected {(length, length)}"
-        )
+        expect_tensor(out, what, (length, length))
         expect(out.dtype == torch.bool, f"{what} has dtype {out.dtype}; masks are torch.bool (True = may attend)")
         expected = reference_longformer_mask(length, window, global_positions)
         if torch.equal(out, expected):
@@ -202,11 +199,7 @@ def _check_features(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
         what = f"your features for x of shape {shape} and {m} random directions"
         out = fn(x.clone(), omega.clone())
         expected = reference_positive_features(x, omega)
-        expect(isinstance(out, Tensor), f"{what} should be a torch.Tensor, got {type(out).__name__}")
-        expect(
-            tuple(out.shape) == tuple(expected.shape),
-            f"{what} have shape {tuple(out.shape)}, expected {tuple(expected.shape)} (..., n, m)",
-        )
+        expect_tensor(out, what, expected.shape, "(..., n, m)")
         if torch.allclose(out.detach(), expected, atol=1e-6, rtol=1e-4):
             continue
         for hint, wrong in _feature_mistakes(x, omega):

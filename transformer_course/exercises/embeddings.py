@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 def reference_cosine_matrix(vectors: Tensor) -> Tensor:
@@ -54,11 +54,7 @@ def _check_cosine_matrix(fn: Callable[[Tensor], Tensor]) -> None:
     vectors = torch.randn(6, 4, generator=g, dtype=torch.float64) * torch.tensor([[0.5], [1], [2], [4], [8], [3]])
     out = fn(vectors.clone())
     expected = reference_cosine_matrix(vectors)
-    expect(isinstance(out, Tensor), f"return a torch.Tensor, got {type(out).__name__}")
-    expect(
-        tuple(out.shape) == (6, 6),
-        f"the result has shape {tuple(out.shape)}, expected (n, n) = (6, 6): one similarity for every pair of rows",
-    )
+    expect_tensor(out, "the result", (6, 6), "= (n, n): one similarity for every pair of rows")
     o = out.detach().double()
     if torch.allclose(o, vectors @ vectors.T, atol=1e-6):
         raise ExerciseMistake("these are dot products: divide each row by its length first (cosine ignores length).")

@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..model import Transformer, TransformerConfig
 from ..utils import count_parameters
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 # ---- reference solutions -------------------------------------------------------------------------------
 
@@ -68,11 +68,8 @@ def check_shift_right(shift_right: Callable[..., Tensor]) -> bool:
         expected = shift_right_reference(tgt_out, bos, pad, eos)
         out = shift_right(tgt_out, bos, pad, eos)
         expect(torch.equal(tgt_out, before), "shift_right must not change tgt_out in place (it is also the label)")
-        expect(isinstance(out, Tensor), f"shift_right should return a tensor, got {type(out).__name__}")
-        expect(
-            tuple(out.shape) == tuple(tgt_out.shape),
-            f"the decoder input must have the target's shape {tuple(tgt_out.shape)}, got {tuple(out.shape)}: "
-            "put <bos> in front and drop the last column",
+        expect_tensor(
+            out, "the decoder input", tgt_out.shape, "(the target's shape): put <bos> in front and drop the last column"
         )
         expect(not out.dtype.is_floating_point, f"token ids must stay integers, got dtype {out.dtype}")
         expect(bool((out[:, 0] == bos).all()), "every row of the decoder input starts with <bos>")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 def reference_causal_additive_mask(n: int) -> Tensor:
@@ -149,12 +149,8 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
     for what, scores, mask in _softmax_cases():
         out = fn(scores.clone(), mask.clone())
         label = f"the weights for {what}"
-        expect(isinstance(out, Tensor), f"{label} should be a torch.Tensor, got {type(out).__name__}")
         expected = reference_masked_softmax(scores, mask)
-        expect(
-            tuple(out.shape) == tuple(expected.shape),
-            f"{label} have shape {tuple(out.shape)}, expected the scores' shape {tuple(expected.shape)}",
-        )
+        expect_tensor(out, label, expected.shape, "(the scores' shape)")
         o = out.detach().double()
         full_mask = mask.expand_as(scores)
         empty = ~full_mask.any(dim=-1)

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..gqa import PUBLISHED_DECODERS, DecoderShape, kv_cache_bytes
 from ..rope import apply_rope
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 # ----------------------------------------------------------------------------------------------- exercise 1
@@ -71,8 +71,7 @@ def _check_rope(fn: Callable[[Tensor], Tensor]) -> None:
         x = torch.randn(*shape, generator=generator)
         what = f"your output for x of shape {shape}"
         out = fn(x.clone())
-        expect(isinstance(out, Tensor), f"{what} should be a torch.Tensor, got {type(out).__name__}")
-        expect(tuple(out.shape) == shape, f"{what} has shape {tuple(out.shape)}, expected {shape}")
+        expect_tensor(out, what, shape)
         expected = reference_rope(x)
         if torch.allclose(out.detach().double(), expected.double(), atol=1e-4):
             continue
@@ -124,11 +123,7 @@ def _check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
         what = f"your output for {heads} query heads and {kv_heads} key/value heads"
         out = fn(q.clone(), k.clone(), v.clone())
         expected = reference_gqa(q, k, v)
-        expect(isinstance(out, Tensor), f"{what} should be a torch.Tensor, got {type(out).__name__}")
-        expect(
-            tuple(out.shape) == tuple(expected.shape),
-            f"{what} has shape {tuple(out.shape)}, expected {tuple(expected.shape)} (batch, heads, len_q, d)",
-        )
+        expect_tensor(out, what, expected.shape, "(batch, heads, len_q, d)")
         if torch.allclose(out.detach(), expected, atol=1e-5):
             continue
         for hint, wrong in _gqa_mistakes(q, k, v).items():

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from ..attention import MultiHeadAttention
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 def reference_split_heads(x: Tensor, num_heads: int) -> Tensor:
@@ -81,13 +81,9 @@ def _check_split(fn: Callable[[Tensor, int], Tensor]) -> None:
             out = fn(x.clone(), heads)
         except RuntimeError as error:
             _hint_for_view_error(error)
-        expect(isinstance(out, Tensor), f"return a torch.Tensor, got {type(out).__name__}")
         expected = reference_split_heads(x, heads)
-        expect(
-            tuple(out.shape) == tuple(expected.shape),
-            f"for x of shape {tuple(x.shape)} and {heads} heads you returned shape {tuple(out.shape)}, expected "
-            f"(batch, heads, len, d_k) = {tuple(expected.shape)}",
-        )
+        what = f"your split of x {tuple(x.shape)} into {heads} heads"
+        expect_tensor(out, what, expected.shape, "= (batch, heads, len, d_k)")
         if torch.equal(out, x.reshape(batch, heads, length, d_k)):
             raise ExerciseMistake(
                 "the shape is right but the values are scrambled: a plain view/reshape to (batch, heads, len, d_k) "
@@ -117,12 +113,8 @@ def _check_merge(fn: Callable[[Tensor], Tensor]) -> None:
             out_strided = fn(strided)
         except RuntimeError as error:
             _hint_for_view_error(error)
-        expect(isinstance(out, Tensor), f"return a torch.Tensor, got {type(out).__name__}")
-        expect(
-            tuple(out.shape) == tuple(x.shape),
-            f"for heads of shape {tuple(split.shape)} you returned shape {tuple(out.shape)}, expected "
-            f"(batch, len, heads * d_k) = {tuple(x.shape)}",
-        )
+        what = f"your merge of heads {tuple(split.shape)}"
+        expect_tensor(out, what, x.shape, "= (batch, len, heads * d_k)")
         if torch.equal(out, split.contiguous().view(batch, length, heads * d_k)) and not torch.equal(out, x):
             raise ExerciseMistake(
                 "the shape is right but positions and heads are mixed up: transpose(1, 2) back to "

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..positional import sinusoidal_table
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 BASE = 10000.0
 
@@ -83,9 +83,7 @@ def _check_table(fn: Callable[[int, int], Tensor]) -> None:
     for max_len, d_model in _TABLE_SIZES:
         what = f"your table for max_len={max_len}, d_model={d_model}"
         out = fn(max_len, d_model)
-        expect(isinstance(out, Tensor), f"{what} should be a torch.Tensor, got {type(out).__name__}")
-        shape = (max_len, d_model)
-        expect(tuple(out.shape) == shape, f"{what} has shape {tuple(out.shape)}, expected {shape}")
+        expect_tensor(out, what, (max_len, d_model))
         expected = sinusoidal_table(max_len, d_model)
         if torch.allclose(out.detach().double(), expected.double(), atol=1e-4):
             continue

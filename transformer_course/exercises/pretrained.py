@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 # ---------------------------------------------------------------------------------------- reference solutions
@@ -73,11 +73,7 @@ def _check_pooling(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
     for seed in (0, 1):
         states, mask = _pooling_case(seed)
         out = fn(states.clone(), mask.clone())
-        expect(isinstance(out, Tensor), f"your function should return a torch.Tensor, got {type(out).__name__}")
-        expect(
-            tuple(out.shape) == (states.shape[0], states.shape[2]),
-            f"the result has shape {tuple(out.shape)}, expected (batch, d) = {(states.shape[0], states.shape[2])}",
-        )
+        expect_tensor(out, "the result", (states.shape[0], states.shape[2]), "= (batch, d)")
         expected = reference_sentence_embedding(states, mask)
         if torch.allclose(out.detach().double(), expected.double(), atol=1e-5):
             continue

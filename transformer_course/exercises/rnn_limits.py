@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 def reference_rnn_step(x: Tensor, h: Tensor, U: Tensor, W: Tensor, b: Tensor) -> Tensor:
@@ -72,11 +72,7 @@ def _check_rnn_step(fn: Callable[..., Tensor]) -> None:
             ) from None
         raise
     expected = reference_rnn_step(x, h, U, W, b)
-    expect(isinstance(out, Tensor), f"return a torch.Tensor, got {type(out).__name__}")
-    expect(
-        tuple(out.shape) == tuple(expected.shape),
-        f"S_t has shape {tuple(out.shape)}, expected (batch, hidden) = {tuple(expected.shape)}",
-    )
+    expect_tensor(out, "S_t", expected.shape, "= (batch, hidden)")
     o = out.detach()
     pre = x @ U.T + h @ W.T + b
     hints = [
@@ -103,11 +99,7 @@ def _check_bptt_product(fn: Callable[[Tensor], Tensor]) -> None:
     jacobians = torch.randn(6, 4, 4, generator=g, dtype=torch.float64) * 0.6  # matrices that do not commute
     out = fn(jacobians.clone())
     expected = reference_bptt_product(jacobians)
-    expect(isinstance(out, Tensor), f"return a torch.Tensor, got {type(out).__name__}")
-    expect(
-        tuple(out.shape) == (4, 4),
-        f"dS_T/dS_0 has shape {tuple(out.shape)}, expected one (hidden, hidden) matrix = (4, 4)",
-    )
+    expect_tensor(out, "dS_T/dS_0", (4, 4), "= one (hidden, hidden) matrix")
     o = out.detach().double()
     reversed_order = torch.eye(4, dtype=torch.float64)
     for J in jacobians:
