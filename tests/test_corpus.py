@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from transformer_course.corpus import SKIPPED_MODULES, WordVocabulary, _skipped, collect_stdlib_text, tokenize
@@ -69,3 +71,31 @@ def test_unknown_word_error_names_the_word():
         WordVocabulary(["a"], min_count=2)
     with pytest.raises(ValueError, match="timeout"):
         collect_stdlib_text(timeout=0)
+
+
+def test_the_shipped_snapshot_has_its_checksum_and_records_its_python():
+    from transformer_course.corpus import SNAPSHOT_PATH, SNAPSHOT_SHA256, load_stdlib_text, snapshot_info
+
+    info = snapshot_info()
+    assert info["sha256"] == SNAPSHOT_SHA256
+    assert info["python"].startswith("3.") and "build_corpus_snapshot" in info["built_by"]
+    text = load_stdlib_text()
+    assert hashlib.sha256(text.text.encode("utf-8")).hexdigest() == SNAPSHOT_SHA256
+    assert len(tokenize(text.text)) > 400_000 and len(text.topics) > 20
+    assert SNAPSHOT_PATH.stat().st_size < 2_000_000  # a few MB at most, per the course's rules
+
+
+def test_a_snapshot_round_trips_and_a_changed_one_is_refused(tmp_path):
+    from transformer_course.corpus import StdlibText, load_stdlib_text, write_snapshot
+
+    small = StdlibText(["A docstring."], ["a comment"], ["a topic"])
+    path = tmp_path / "small.json.gz"
+    sha = write_snapshot(small, path, "3.12.1")
+    assert load_stdlib_text(path, expected_sha256=sha) == small
+    first_bytes = path.read_bytes()
+    write_snapshot(small, path, "3.12.1")
+    assert path.read_bytes() == first_bytes  # no time stamp inside: rebuilt, byte for byte the same
+    with pytest.raises(ValueError, match="checksum .* expected 0+: the file was changed"):
+        load_stdlib_text(path, expected_sha256="0" * 64)
+    with pytest.raises(ValueError, match="no corpus snapshot at"):
+        load_stdlib_text(tmp_path / "missing.json.gz")

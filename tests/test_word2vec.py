@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.corpus import WordVocabulary, collect_stdlib_text, tokenize
+from transformer_course.corpus import WordVocabulary, load_stdlib_text, tokenize
 from transformer_course.word2vec import (
     Word2Vec,
     Word2VecConfig,
@@ -167,7 +167,7 @@ def test_bad_input_raises_a_clear_value_error(call, match):
 def test_on_the_standard_library_the_expected_neighbours_rank_high():
     """The notebook's settings on the real corpus. Neighbour lists differ between Python versions, so the
     check is loose: each expected word is among the closest few."""
-    words = tokenize(collect_stdlib_text().text)
+    words = tokenize(load_stdlib_text().text)
     vocab = WordVocabulary(words, min_count=5)
     ids = torch.tensor(vocab.encode(words))
     run = train_word2vec(ids, torch.tensor(vocab.counts), Word2VecConfig())

@@ -1,5 +1,12 @@
 """An English corpus that is on every machine offline: the text inside Python's own standard library.
 
+The notebooks read it with :func:`load_stdlib_text`, from a snapshot shipped inside the package
+(``corpus_data/stdlib_text.json.gz``), so every Python from 3.10 to 3.13 sees the same words: the standard
+library's text changes between Python versions (3.11.7 and 3.13.0 differ by about 10% of their words).
+The snapshot was made once by ``python tools/build_corpus_snapshot.py``, which runs :func:`collect_stdlib_text`
+and records which Python produced it; :func:`load_stdlib_text` checks its SHA-256 checksum.
+The text is the Python Software Foundation's, under the PSF licence (``corpus_data/LICENSE-PSF.txt``).
+
 :func:`collect_stdlib_text` gathers three kinds of prose written by the CPython developers:
 
 * the docstrings of the standard library's modules, classes and functions (every public module is imported,
@@ -9,8 +16,8 @@
 
 The collection runs in a separate, fresh interpreter (``python -I``), so nothing the calling process has
 imported (PyTorch, for instance, patches parts of ``inspect``) changes what is found, and nothing the standard
-library does on import touches the caller. Nothing is downloaded. The text differs a little between Python
-versions, so word counts and neighbour lists do too.
+library does on import touches the caller. Nothing is downloaded. The text differs between Python versions,
+which is why the notebooks read the snapshot instead.
 
 :func:`tokenize` turns text into lower-case words and :class:`WordVocabulary` numbers the frequent ones.
 This module uses only the standard library, so it can also run as the collecting script itself.
@@ -18,6 +25,8 @@ This module uses only the standard library, so it can also run as the collecting
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import importlib
 import inspect
 import json
@@ -32,6 +41,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 # Modules that open windows or browsers, print on import, or are test suites and installers, not prose.
 # ``encodings`` is skipped because its comments are code-point tables ("0x41 -> LATIN CAPITAL LETTER A").
@@ -158,6 +168,70 @@ def collect_stdlib_text(timeout: float = 300.0) -> StdlibText:
     # stray prints from imported modules may precede our line: the JSON is the last line
     parts = json.loads(result.stdout.strip().splitlines()[-1])
     return StdlibText(parts["docstrings"], parts["comments"], parts["topics"])
+
+
+SNAPSHOT_PATH = Path(__file__).resolve().parent / "corpus_data" / "stdlib_text.json.gz"
+# SHA-256 of StdlibText.text for the shipped snapshot; tools/build_corpus_snapshot.py prints the new value.
+SNAPSHOT_SHA256 = "ff96c6b89ba97b5d6479c83df471021e9e259b2e8aaa3207e10bfef8d0ebf457"
+
+
+def _text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_snapshot(text: StdlibText, path: str | os.PathLike, python_version: str) -> str:
+    """Write ``text`` as gzip-compressed JSON with the Python version that produced it; returns its SHA-256.
+
+    The file's bytes depend only on the text (no time stamp inside), so rebuilding from the same Python gives
+    the same file.
+    """
+    payload = {
+        "python": python_version,
+        "built_by": "python tools/build_corpus_snapshot.py",
+        "sha256": _text_sha256(text.text),
+        "docstrings": text.docstrings,
+        "comments": text.comments,
+        "topics": text.topics,
+    }
+    data = json.dumps(payload, ensure_ascii=False, indent=0).encode("utf-8")
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as handle:
+        handle.write(data)
+    return payload["sha256"]
+
+
+def snapshot_info(path: str | os.PathLike = SNAPSHOT_PATH) -> dict[str, str]:
+    """Where the snapshot came from: ``{"python": "3.11.7", "built_by": ..., "sha256": ...}``."""
+    payload = _read_snapshot(path)
+    return {key: payload[key] for key in ("python", "built_by", "sha256")}
+
+
+def _read_snapshot(path: str | os.PathLike) -> dict:
+    if not os.path.exists(path):
+        raise ValueError(
+            f"no corpus snapshot at {os.fspath(path)!r}; build it with python tools/build_corpus_snapshot.py"
+        )
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def load_stdlib_text(
+    path: str | os.PathLike = SNAPSHOT_PATH, expected_sha256: str | None = SNAPSHOT_SHA256
+) -> StdlibText:
+    """The standard library's prose from the shipped snapshot: the same words on every Python and machine.
+
+    Raises ``ValueError`` if the file is missing or its text does not match ``expected_sha256`` (pass ``None``
+    to skip the check, e.g. for a snapshot you built yourself).
+    """
+    payload = _read_snapshot(path)
+    text = StdlibText(payload["docstrings"], payload["comments"], payload["topics"])
+    if expected_sha256 is not None:
+        found = _text_sha256(text.text)
+        if found != expected_sha256:
+            raise ValueError(
+                f"the corpus snapshot at {os.fspath(path)!r} has checksum {found}, expected {expected_sha256}: "
+                "the file was changed or damaged"
+            )
+    return text
 
 
 def tokenize(text: str) -> list[str]:

@@ -1,0 +1,42 @@
+"""claims.check prints one machine-independent line when a claim holds and raises with the measured value when not."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_course.claims import ClaimFailed, check, within
+
+
+def test_a_claim_that_holds_prints_one_stable_line(capsys):
+    check(0.9991 > 0.995, "exact match is above 99.5%", measured=0.9991)
+    assert capsys.readouterr().out == "holds: exact match is above 99.5%\n"  # the measured value is not printed
+
+
+def test_a_claim_that_fails_raises_with_the_measured_value(capsys):
+    with pytest.raises(ClaimFailed, match=r"exact match is above 99.5% \(measured: 0.98\)"):
+        check(0.98 > 0.995, "exact match is above 99.5%", measured=0.98)
+    assert capsys.readouterr().out == ""
+    with pytest.raises(AssertionError, match="does not hold"):  # a ClaimFailed is an AssertionError
+        check(False, "no value given")
+
+
+def test_tensor_conditions():
+    check(torch.tensor(True), "a 0-d tensor works")
+    with pytest.raises(ClaimFailed):
+        check(torch.tensor([False]), "a one-element tensor works")
+    with pytest.raises(ValueError, match="one truth value"):
+        check(torch.tensor([True, False]), "two elements are ambiguous")
+
+
+@pytest.mark.parametrize("claim", ["", "   ", None, 3])
+def test_the_claim_must_be_a_sentence(claim):
+    with pytest.raises(ValueError, match="claim must be a non-empty sentence"):
+        check(True, claim)
+
+
+def test_within():
+    assert within(1.0, 0.9, 1.1) and within(0.9, 0.9, 1.1) and not within(1.2, 0.9, 1.1)
+    assert within(torch.tensor(1.0), 0.5, 1.5)
+    with pytest.raises(ValueError, match="low must not exceed high"):
+        within(1.0, 2.0, 1.0)
