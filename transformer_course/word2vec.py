@@ -217,8 +217,8 @@ def cbow_windows(ids: Tensor, window: int, generator: torch.Generator | None = N
 class Word2VecConfig:
     """Training settings. ``lr`` decays linearly to ``lr * min_lr_fraction`` over all epochs.
 
-    ``lr=None`` picks 0.05 for skip-gram (twice the original tool's 0.025, which left the vectors of this small
-    corpus crowded together after 5 epochs; 0.25 made the loss spike) and 0.25 for CBOW. The original tool adds
+    ``lr=None`` picks 0.05 for skip-gram (twice the original tool's 0.025; a setting chosen for this small corpus,
+    which notebook 02's exercise lets you compare with 0.025 and 0.25) and 0.25 for CBOW. The original tool adds
     the full gradient of the context average to every context word; here autograd differentiates the average
     itself, which divides that gradient by the number of context words (about 6 with ``window=5``), so CBOW
     needs a rate several times larger for the same step per word.
