@@ -23,17 +23,15 @@ from matplotlib.figure import Figure  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from transformer_course.data import BOS_ID, DateTask, make_batch  # noqa: E402
+from transformer_course.data import BOS_ID, make_batch  # noqa: E402
 from transformer_course.decoding import cross_attention_maps, greedy_decode  # noqa: E402
 from transformer_course.positional import sinusoidal_table  # noqa: E402
 from transformer_course.rnn import RNNCell, chain_jacobians, rnn_step_jacobians, scaled_recurrent_weight  # noqa: E402
-from transformer_course.training import TrainConfig, load_or_train, noam_lr, recipe_model_config  # noqa: E402
+from transformer_course.training import load_shipped_checkpoint, noam_lr  # noqa: E402
 from transformer_course.utils import seed_everything  # noqa: E402
 from transformer_course.viz import draw_architecture, plot_attention, plot_attention_heads, set_style  # noqa: E402
 
 FIGURES_DIR = ROOT / "figures"
-# the trained date model of notebooks 09 and 10 (trained here, about a minute, if the notebooks have not run)
-DATE_MODEL = ROOT / "notebooks" / ".cache" / "date_model.safetensors"
 
 
 def positional_heatmap() -> Figure:
@@ -80,11 +78,10 @@ def warmup_schedule() -> Figure:
 
 
 def _date_model():
-    torch.set_num_threads(1)  # the training recipe's setting (see notebook 09)
-    task = DateTask(seed=0)
-    DATE_MODEL.parent.mkdir(exist_ok=True)
-    checkpoint = load_or_train(DATE_MODEL, task, recipe_model_config(task), TrainConfig(), progress=False)
-    return checkpoint
+    """The trained date model of notebooks 09 and 10: the checkpoint that ships with the package, the same
+    weights on every machine (see tools/build_checkpoints.py)."""
+    torch.set_num_threads(1)  # as in notebook 10
+    return load_shipped_checkpoint("date_model")
 
 
 def alignment_map() -> Figure:

@@ -13,6 +13,8 @@ The pieces, in the order a run uses them:
   vocabularies in the same file, so a checkpoint alone rebuilds the model.
 * :func:`train_task_model` and :func:`load_or_train`: the whole recipe, used by the notebooks and by
   ``python -m transformer_course.train``.
+* :func:`load_shipped_checkpoint`: the date model trained by that recipe, shipped with the package
+  (built by ``tools/build_checkpoints.py``), so every machine decodes with the same weights.
 """
 
 from __future__ import annotations
@@ -633,6 +635,28 @@ def load_or_train(
     return train_and_save(path, task, model_config, train_config, progress, device)[0]
 
 
+SHIPPED_CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+"""The directory of the checkpoints that ship with the package (``<name>.safetensors``)."""
+
+
+def load_shipped_checkpoint(name: str = "date_model") -> Checkpoint:
+    """Load a trained model that ships with the package, on the CPU.
+
+    ``"date_model"`` is the date model of notebook 09's recipe (``DateTask(seed=0)``, ``recipe_model_config``,
+    ``TrainConfig()``), trained once by ``tools/build_checkpoints.py``: the same file, so the same weights, on
+    every machine. Returns a :class:`Checkpoint`: the rebuilt model in eval mode, its source and target
+    vocabularies, and ``extra``, which records the task, the training settings and the torch and Python versions
+    that produced it. Raises ``ValueError`` naming the available checkpoints for an unknown ``name``.
+    """
+    available = sorted(path.name.removesuffix(".safetensors") for path in SHIPPED_CHECKPOINTS.glob("*.safetensors"))
+    if name not in available:
+        raise ValueError(
+            f"no shipped checkpoint named {name!r}; available: {', '.join(map(repr, available)) or 'none'} "
+            f"(in {SHIPPED_CHECKPOINTS})"
+        )
+    return load_checkpoint(SHIPPED_CHECKPOINTS / f"{name}.safetensors")
+
+
 def make_task(name: str, **kwargs: Any) -> DateTask | CopyTask:
     """A task by name: "date" or "copy"."""
     if name not in TASKS:
@@ -651,11 +675,13 @@ __all__ = [
     "label_smoothing_loss",
     "load_checkpoint",
     "load_or_train",
+    "load_shipped_checkpoint",
     "make_optimizer",
     "make_task",
     "noam_lr",
     "recipe_model_config",
     "save_checkpoint",
+    "SHIPPED_CHECKPOINTS",
     "smoothed_targets",
     "train",
     "train_and_save",

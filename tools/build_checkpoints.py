@@ -1,0 +1,66 @@
+"""Build the trained model that ships with the package: ``transformer_course/checkpoints/date_model.safetensors``.
+
+    python tools/build_checkpoints.py
+
+It trains the date model with exactly notebook 09's recipe (``DateTask(seed=0)``, ``recipe_model_config(task)``,
+``TrainConfig()``, on the CPU with one torch thread, as notebook 09 runs it) and writes it with
+``save_checkpoint``: the weights in float32, the model config and both vocabularies in the file, and in its
+``extra`` the task, the training settings and the torch and Python versions that produced it.
+
+Run it only when something that changes the trained model changes: the recipe, the model code or the task's
+data generator. Then re-execute notebook 10 (``python tools/execute_notebooks.py 10``), regenerate the figures
+(``python tools/make_figures.py``), run ``tests/test_shipped_checkpoint.py`` and commit the new file. Notebook 10,
+the figures and the tests read this file instead of training, so every machine decodes with the same weights.
+The training takes about a minute on a laptop CPU.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from transformer_course.data import DateTask  # noqa: E402
+from transformer_course.training import (  # noqa: E402
+    SHIPPED_CHECKPOINTS,
+    TrainConfig,
+    _run_description,
+    evaluate,
+    load_shipped_checkpoint,
+    recipe_model_config,
+    save_checkpoint,
+    train_task_model,
+)
+
+MAX_BYTES = 1_000_000  # the file is committed to git and shipped in the wheel: keep it small
+
+
+def build_date_model() -> Path:
+    torch.set_num_threads(1)  # notebook 09's setting: the same summation order as its run
+    task = DateTask(seed=0)
+    train_config = TrainConfig()
+    model, history = train_task_model(task, recipe_model_config(task), train_config, progress=True, device="cpu")
+    extra = {
+        **_run_description(task, train_config),  # what load_or_train compares: task, task_args, train_config
+        "final_loss": history.loss[-1],
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "built_by": "tools/build_checkpoints.py",
+    }
+    path = save_checkpoint(SHIPPED_CHECKPOINTS / "date_model.safetensors", model, task.src_vocab, task.tgt_vocab, extra)
+    path.chmod(0o644)  # package data: readable by everyone (the temporary file it was written as is private)
+    size = path.stat().st_size
+    if size >= MAX_BYTES:
+        raise SystemExit(f"{path} has {size:,} bytes, more than the {MAX_BYTES:,} allowed")
+    shipped = load_shipped_checkpoint("date_model")
+    result = evaluate(shipped.model, task, task.eval_pairs(2000))
+    print(f"wrote {path} ({size:,} bytes) with torch {extra['torch']}, Python {extra['python']}")
+    print(f"held-out: exact match {result.exact_match:.2%}, token accuracy {result.token_accuracy:.2%}")
+    return path
+
+
+if __name__ == "__main__":
+    build_date_model()
