@@ -125,7 +125,7 @@ class TorchStackModel(nn.Module):
             memory_key_padding_mask=src_pad,
             tgt_is_causal=True,
         )
-        return o.generator(h)
+        return o.output_projection(h)
 
 
 def training_step_flops(config: TransformerConfig, batch: int, n_src: int, n_tgt: int) -> float:
@@ -294,7 +294,8 @@ COPY_RECIPE = dict(layers=1, d_model=64, heads=4, lr=5e-3, warmup=30, batch_size
 
 def bench_copy_time_to_accuracy(device: torch.device, target: float = 0.99) -> dict:
     """Seconds of training (evaluation excluded) until greedy exact match on 500 fresh sequences >= target."""
-    from transformer_course.training import TrainConfig, make_task, recipe_model_config, time_to_accuracy
+    from transformer_course.recipes import make_task, recipe_model_config, time_to_accuracy
+    from transformer_course.training import TrainConfig
 
     r = COPY_RECIPE
     torch.set_num_threads(1)  # a model this small runs fastest on one thread (see NOTEBOOK_PATTERNS)
@@ -356,36 +357,13 @@ def markdown_table(rows: list[dict], columns: list[str], formats: dict[str, str]
     return "\n".join(lines)
 
 
-def scaling_figure(rows: list[dict]):
-    """Time and peak memory of attention against n, written out vs F.scaled_dot_product_attention (log-log)."""
-    import matplotlib.pyplot as plt
-
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 3.8))
-    ns = [r["n"] for r in rows]
-    methods = (("written_out", "written out (scores materialised)"), ("sdpa", "F.scaled_dot_product_attention"))
-    for method, label in methods:
-        ax_t.plot(ns, [r[f"time {method} (s)"] * 1e3 for r in rows], marker="o", label=label)
-        ax_m.plot(ns, [max(r[f"peak extra memory {method} (MB)"], 0.1) for r in rows], marker="o", label=label)
-    ax_m.plot(ns, [r["scores matrix (MB)"] for r in rows], ls="--", color="0.5", label="one n x n score matrix")
-    for ax, ylabel in ((ax_t, "time per call (ms)"), (ax_m, "peak extra memory (MB)")):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("sequence length n (tokens)")
-        ax.set_ylabel(ylabel)
-        ax.legend(fontsize=8)
-    ax_t.set_title("attention time against n")
-    ax_m.set_title("attention memory against n")
-    fig.tight_layout()
-    return fig
-
-
 def plot_scaling(rows: list[dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from transformer_course.viz import set_style
+    from transformer_course.viz import scaling_figure, set_style
 
     set_style()
     fig = scaling_figure(rows)

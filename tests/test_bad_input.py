@@ -90,7 +90,7 @@ def test_other_bad_arguments():
         TransformerConfig(src_vocab_size=5, tgt_vocab_size=5, activation="tanh")
     with pytest.raises(ValueError, match=r"token_ids must have shape \(batch, len\)"):
         padding_mask(torch.ones(3, dtype=torch.long), 0)
-    with pytest.raises(ValueError, match=r"length must be a positive int, got 0"):
+    with pytest.raises(ValueError, match=r"len_q must be a positive int, got 0"):
         causal_mask(0)
     with pytest.raises(ValueError, match=r"seed must be a non-negative int"):
         seed_everything(-1)

@@ -107,7 +107,7 @@ def test_greedy_respects_max_len():
     model = _untrained()
     src = torch.randint(4, 11, (5, 6))
     with torch.no_grad():
-        model.generator.bias[EOS_ID] = -100.0  # never stop on its own
+        model.output_projection.bias[EOS_ID] = -100.0  # never stop on its own
     out = greedy_decode(model, src, max_len=7)
     assert out.tokens.shape == (5, 7)
     assert out.lengths.tolist() == [7] * 5 and not out.finished.any()

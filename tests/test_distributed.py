@@ -11,8 +11,16 @@ import pytest
 import torch
 
 from transformer_course.data import Batch
-from transformer_course.distributed import autocast_context, shard_batch
-from transformer_course.training import TrainConfig, make_task, recipe_model_config, train_task_model
+from transformer_course.distributed import (
+    DistributedContext,
+    autocast_context,
+    shard_batch,
+    sharded,
+    with_autocast,
+    wrap_model,
+)
+from transformer_course.recipes import make_task, recipe_model_config, train_task_model
+from transformer_course.training import TrainConfig
 
 ARGS = ["--task", "copy", "--steps", "6", "--warmup", "2", "--batch-size", "16", "--quiet", "--eval-size", "8"]
 
@@ -59,3 +67,32 @@ def test_bf16_autocast_trains_on_cpu():
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
     with pytest.raises(ValueError, match="not on 'mps'"):
         autocast_context(torch.device("mps"), enabled=True)
+
+
+def test_the_wrappers_change_nothing_in_a_single_process_run_without_amp():
+    model = torch.nn.Linear(2, 2)
+    assert wrap_model(model, None) is model
+
+    def draw():
+        return Batch(torch.zeros(4, 2), torch.zeros(4, 2), torch.zeros(4, 2))
+
+    def loss(x):
+        return x @ x
+
+    assert sharded(draw, None) is draw
+    assert with_autocast(loss, torch.device("cpu"), enabled=False) is loss
+
+
+def test_sharded_draws_the_global_batch_and_keeps_this_processs_rows():
+    ids = torch.arange(12).reshape(6, 2)
+    context = DistributedContext(rank=2, world_size=3, device=torch.device("cpu"))
+    draw = sharded(lambda: Batch(ids, ids + 100, ids + 200), context)
+    assert torch.equal(draw().src, ids[4:6]) and torch.equal(draw().tgt_in, ids[4:6] + 100)
+
+
+def test_with_autocast_runs_the_function_in_bfloat16_and_checks_the_device_at_once():
+    matmul = with_autocast(lambda a, b: a @ b, torch.device("cpu"), enabled=True)
+    assert matmul(torch.ones(2, 2), torch.ones(2, 2)).dtype == torch.bfloat16
+    assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32  # only inside the wrapped call
+    with pytest.raises(ValueError, match="not on 'mps'"):
+        with_autocast(lambda: None, torch.device("mps"), enabled=True)

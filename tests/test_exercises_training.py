@@ -7,7 +7,8 @@ import torch.nn.functional as F
 
 from transformer_course.data import Vocabulary, make_batch
 from transformer_course.exercises import training as ex
-from transformer_course.training import label_smoothing_loss, noam_lr
+from transformer_course.losses import label_smoothing_loss
+from transformer_course.schedules import noam_lr
 
 
 def _stub(*args):

@@ -6,18 +6,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.attention import KVCache, scaled_dot_product_attention
-from transformer_course.gqa import (
-    PUBLISHED_DECODERS,
-    GroupedQueryAttention,
-    causal_mask_with_past,
-    grouped_query_attention,
-    kv_cache_bytes,
-    repeat_kv,
-)
+from transformer_course.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
+from transformer_course.gqa import PUBLISHED_DECODERS, grouped_query_attention, kv_cache_bytes, repeat_kv
+from transformer_course.masks import causal_mask
 from transformer_course.utils import count_parameters
 
-HAS_ENABLE_GQA = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+
+def gqa_layer(d_model: int, num_heads: int, num_kv_heads: int | None = None, rope: bool = True, **kw):
+    """The LLaMA-style attention: MultiHeadAttention with K/V heads, RoPE and no biases."""
+    return MultiHeadAttention(d_model, num_heads, bias=False, num_kv_heads=num_kv_heads, rope=rope, **kw)
 
 
 def test_repeat_kv_is_repeat_interleave():
@@ -46,24 +43,17 @@ def test_gqa_equals_repeated_kv(heads, kv_heads):
     torch.testing.assert_close(out, ref_out)
 
 
-@pytest.mark.skipif(not HAS_ENABLE_GQA, reason="F.scaled_dot_product_attention(enable_gqa=...) needs PyTorch >= 2.5")
 def test_gqa_equals_torch_enable_gqa():
     torch.manual_seed(1)
     q = torch.randn(2, 8, 6, 16)
     k, v = torch.randn(2, 2, 2, 6, 16).unbind(0)
-    out, _ = grouped_query_attention(q, k, v, causal_mask_with_past(6, 0))
+    out, _ = grouped_query_attention(q, k, v, causal_mask(6))
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
-
-
-def test_causal_mask_with_past():
-    mask = causal_mask_with_past(2, 3)
-    assert mask.tolist() == [[True, True, True, True, False], [True, True, True, True, True]]
-    assert torch.equal(causal_mask_with_past(4, 0), torch.ones(4, 4, dtype=torch.bool).tril())
 
 
 def test_module_equals_manual_computation_and_counts_parameters():
     torch.manual_seed(2)
-    layer = GroupedQueryAttention(32, num_heads=8, num_kv_heads=2, rope=False)
+    layer = gqa_layer(32, num_heads=8, num_kv_heads=2, rope=False)
     assert count_parameters(layer) == 32 * 32 * 2 + 32 * 8 * 2
     x = torch.randn(3, 5, 32)
     q = layer.w_q(x).view(3, 5, 8, 4).transpose(1, 2)
@@ -77,7 +67,7 @@ def test_module_equals_manual_computation_and_counts_parameters():
 @pytest.mark.parametrize("kv_heads", [4, 2, 1])
 def test_incremental_decoding_with_cache_equals_full_pass(kv_heads):
     torch.manual_seed(3)
-    layer = GroupedQueryAttention(32, num_heads=4, num_kv_heads=kv_heads).eval()
+    layer = gqa_layer(32, num_heads=4, num_kv_heads=kv_heads).eval()
     x = torch.randn(2, 9, 32)
     full = layer(x, causal=True)
     cache = KVCache()
@@ -92,7 +82,7 @@ def test_incremental_decoding_with_cache_equals_full_pass(kv_heads):
 
 def test_rope_makes_attention_shift_invariant():
     torch.manual_seed(4)
-    layer = GroupedQueryAttention(16, num_heads=2, num_kv_heads=1).eval()
+    layer = gqa_layer(16, num_heads=2, num_kv_heads=1).eval()
     x = torch.randn(1, 6, 16)
     cache = KVCache()
     cache.k = torch.zeros(1, 1, 0, 8)  # an empty cache: positions start at 0
@@ -125,7 +115,7 @@ def test_kv_cache_bytes_of_published_models():
         (lambda: repeat_kv(torch.zeros(1, 2, 3, 4), 0), "n_rep"),
         (
             lambda: grouped_query_attention(torch.zeros(1, 6, 2, 4), torch.zeros(1, 4, 2, 4), torch.zeros(1, 4, 2, 4)),
-            "multiple",
+            "divisible",
         ),
         (
             lambda: grouped_query_attention(torch.zeros(1, 4, 2, 4), torch.zeros(1, 2, 2, 3), torch.zeros(1, 2, 2, 3)),
@@ -136,7 +126,7 @@ def test_kv_cache_bytes_of_published_models():
             lambda: grouped_query_attention(
                 torch.zeros(1, 4, 2, 4), torch.zeros(1, 2, 2, 4), torch.zeros(1, 2, 2, 4), torch.ones(1, 3, 2, 2).bool()
             ),
-            "head dimension",
+            "mask has shape",
         ),
         (
             lambda: grouped_query_attention(
@@ -144,12 +134,12 @@ def test_kv_cache_bytes_of_published_models():
             ),
             "torch.bool",
         ),
-        (lambda: GroupedQueryAttention(32, 8, 3), "multiple of num_kv_heads"),
-        (lambda: GroupedQueryAttention(30, 8), "divisible"),
-        (lambda: GroupedQueryAttention(32, 0), "num_heads"),
-        (lambda: GroupedQueryAttention(32, 4, dropout=1.0), "dropout"),
-        (lambda: GroupedQueryAttention(32, 4)(torch.zeros(2, 3, 16)), "d_model=32"),
-        (lambda: GroupedQueryAttention(32, 4)(torch.zeros(2, 3, 32), cache=object()), "attributes k and v"),
+        (lambda: gqa_layer(32, 8, 3), "divisible by num_kv_heads"),
+        (lambda: gqa_layer(30, 8), "divisible"),
+        (lambda: gqa_layer(32, 0), "num_heads"),
+        (lambda: gqa_layer(32, 4, dropout=1.0), "dropout"),
+        (lambda: gqa_layer(32, 4)(torch.zeros(2, 3, 16)), "d_model=32"),
+        (lambda: gqa_layer(32, 4)(torch.zeros(2, 3, 32), cache=object()), "KVCache"),
         (lambda: kv_cache_bytes(0, 8, 128, 10), "num_layers"),
         (lambda: kv_cache_bytes(32, 8, 128, 10, bytes_per_value=0), "bytes_per_value"),
     ],

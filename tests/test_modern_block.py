@@ -14,22 +14,24 @@ from transformer_course.utils import count_parameters
 
 def test_block_is_built_from_the_course_parts():
     block = ModernDecoderBlock(64, num_heads=8, num_kv_heads=2)
-    assert isinstance(block.attention_norm, RMSNorm) and isinstance(block.feed_forward_norm, RMSNorm)
+    assert isinstance(block.self_attention_residual.norm, RMSNorm) and isinstance(
+        block.feed_forward_residual.norm, RMSNorm
+    )
     assert isinstance(block.feed_forward, SwiGLUFeedForward)
     assert block.feed_forward.d_ff == SwiGLUFeedForward.matched_d_ff(256)
-    assert block.attention.num_kv_heads == 2 and block.attention.rope is not None
+    assert block.self_attention.num_kv_heads == 2 and block.self_attention.rope is not None
 
 
 def test_block_equals_its_written_out_pre_norm_formula():
     torch.manual_seed(0)
     block = ModernDecoderBlock(32, num_heads=4, num_kv_heads=2).eval()
     x = torch.randn(2, 7, 32)
-    h = x + block.attention(block.attention_norm(x), causal=True)
-    expected = h + block.feed_forward(block.feed_forward_norm(h))
+    h = x + block.self_attention(block.self_attention_residual.norm(x), causal=True)
+    expected = h + block.feed_forward(block.feed_forward_residual.norm(h))
     torch.testing.assert_close(block(x), expected)
     post = ModernDecoderBlock(32, num_heads=4, norm_first=False).eval()
-    h = post.attention_norm(x + post.attention(x, causal=True))
-    torch.testing.assert_close(post(x), post.feed_forward_norm(h + post.feed_forward(h)))
+    h = post.self_attention_residual.norm(x + post.self_attention(x, causal=True))
+    torch.testing.assert_close(post(x), post.feed_forward_residual.norm(h + post.feed_forward(h)))
 
 
 def test_block_is_causal():
@@ -67,10 +69,10 @@ def test_parameter_counts_of_published_models():
     "call, match",
     [
         (lambda: ModernDecoderBlock(0, 4), "d_model"),
-        (lambda: ModernDecoderBlock(32, 4, 3), "multiple of num_kv_heads"),
+        (lambda: ModernDecoderBlock(32, 4, 3), "divisible by num_kv_heads"),
         (lambda: ModernDecoderLM(0, 32, 1, 4), "vocab_size"),
         (lambda: ModernDecoderLM(10, 32, 0, 4), "num_layers"),
-        (lambda: ModernDecoderLM(10, 32, 1, 4)(torch.tensor([[1, 10]])), "token ids"),
+        (lambda: ModernDecoderLM(10, 32, 1, 4)(torch.tensor([[1, 10]])), "token_ids must hold ids"),
         (lambda: ModernDecoderLM(10, 32, 1, 4)(torch.zeros(1, 3)), "integer tensor"),
         (
             lambda: ModernDecoderLM(10, 32, 2, 4)(torch.zeros(1, 3, dtype=torch.long), [KVCache()]),

@@ -83,7 +83,9 @@ def test_multi_head_attention_round_trip_from_torch():
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post_ln", "pre_ln"])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_layer_matches_torch(norm_first, activation):
-    ours = EncoderLayer(32, 4, 64, 0.1, activation, norm_first).eval()
+    ours = EncoderLayer(
+        d_model=32, num_heads=4, d_ff=64, dropout=0.1, activation=activation, norm_first=norm_first
+    ).eval()
     theirs = encoder_layer_to_torch(ours).eval()
     x = torch.randn(3, 6, 32)
     mask = padding_mask(SRC, 0)
@@ -98,7 +100,9 @@ def test_encoder_layer_matches_torch(norm_first, activation):
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post_ln", "pre_ln"])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_decoder_layer_matches_torch(norm_first, activation):
-    ours = DecoderLayer(32, 4, 64, 0.1, activation, norm_first).eval()
+    ours = DecoderLayer(
+        d_model=32, num_heads=4, d_ff=64, dropout=0.1, activation=activation, norm_first=norm_first
+    ).eval()
     theirs = decoder_layer_to_torch(ours).eval()
     y, memory = torch.randn(3, 5, 32), torch.randn(3, 6, 32)
     out = ours(y, memory, causal_mask(5), padding_mask(SRC, 0))
@@ -125,7 +129,7 @@ def test_whole_model_matches_nn_transformer(norm_first):
     assert_parity(out, ref)
     logits = model(SRC, TGT)
     assert logits.shape == (3, 5, 11)
-    assert_parity(logits, model.generator(ref))
+    assert_parity(logits, model.output_projection(ref))
 
 
 def test_load_torch_transformer_copies_every_stack_weight():

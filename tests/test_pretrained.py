@@ -17,7 +17,6 @@ from transformer_course import TokenEmbedding
 from transformer_course.pretrained import (
     UNUSED_CHECKPOINT_TENSORS,
     BertConfig,
-    BertEmbeddings,
     BertEncoder,
     CheckpointMismatchError,
     SentenceEncoder,
@@ -231,7 +230,7 @@ def test_token_embedding_scale_option_keeps_the_default():
 
 def test_bert_embeddings_are_the_norm_of_a_sum():
     torch.manual_seed(0)
-    layer = BertEmbeddings(SMALL).eval()
+    layer = BertEncoder(SMALL).embeddings.eval()
     ids = torch.tensor([[3, 7, 9, 0], [5, 5, 1, 2]])
     types = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 1]])
     by_hand = (
@@ -242,7 +241,7 @@ def test_bert_embeddings_are_the_norm_of_a_sum():
 
 
 def test_bert_embeddings_reject_bad_token_types():
-    layer = BertEmbeddings(SMALL)
+    layer = BertEncoder(SMALL).embeddings
     ids = torch.tensor([[1, 2]])
     with pytest.raises(ValueError, match="token_type_ids must be in"):
         layer(ids, torch.tensor([[0, 2]]))

@@ -6,15 +6,10 @@ import json
 
 import pytest
 
+from transformer_course.checkpoints import SHIPPED_CHECKPOINTS, Checkpoint, load_shipped_checkpoint
 from transformer_course.data import DateTask
-from transformer_course.training import (
-    SHIPPED_CHECKPOINTS,
-    Checkpoint,
-    TrainConfig,
-    evaluate,
-    load_shipped_checkpoint,
-    recipe_model_config,
-)
+from transformer_course.recipes import recipe_model_config
+from transformer_course.training import TrainConfig, evaluate
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -36,6 +31,15 @@ def test_the_shipped_file_is_small_and_loads_in_eval_mode(shipped):
     assert isinstance(shipped, Checkpoint)
     assert not shipped.model.training
     assert load_shipped_checkpoint("date_model").config == shipped.config  # the default name is "date_model"
+
+
+def test_its_weights_have_the_models_current_names(shipped):
+    from safetensors import safe_open
+
+    with safe_open(str(SHIPPED_CHECKPOINTS / "date_model.safetensors"), framework="pt") as f:
+        names = set(f.keys())
+    assert names == set(shipped.model.state_dict())  # no tied weights here, so every weight is in the file
+    assert "output_projection.weight" in names and not any(name.startswith("generator.") for name in names)
 
 
 def test_it_was_trained_with_notebook_09s_recipe(shipped, task):

@@ -32,7 +32,7 @@ def test_shared_and_tied_embeddings_are_one_tensor():
     )
     model = Transformer(config)
     assert model.src_embedding is model.tgt_embedding
-    assert model.generator.weight is model.tgt_embedding.weight
+    assert model.output_projection.weight is model.tgt_embedding.weight
     untied = Transformer(config.replace(share_embeddings=False, tie_output=False))
     assert count_parameters(untied) - count_parameters(model) == 2 * 30 * 64
 

@@ -1,6 +1,7 @@
-"""Build the trained model that ships with the package: ``transformer_course/checkpoints/date_model.safetensors``.
+"""Build the trained model that ships with the package: ``transformer_course/trained_models/date_model.safetensors``.
 
     python tools/build_checkpoints.py
+    python tools/build_checkpoints.py --rename-weights   # only rename old weight names in the shipped files
 
 It trains the date model with exactly notebook 09's recipe (``DateTask(seed=0)``, ``recipe_model_config(task)``,
 ``TrainConfig()``, on the CPU with one torch thread, as notebook 09 runs it) and writes it with
@@ -12,10 +13,16 @@ data generator. Then re-execute notebook 10 (``python tools/execute_notebooks.py
 (``python tools/make_figures.py``), run ``tests/test_shipped_checkpoint.py`` and commit the new file. Notebook 10,
 the figures and the tests read this file instead of training, so every machine decodes with the same weights.
 The training takes about a minute on a laptop CPU.
+
+``--rename-weights`` does not train: it rewrites each shipped file with the weights renamed since it was built
+(``RENAMED_WEIGHTS`` in ``transformer_course/checkpoints.py``: ``generator.*`` -> ``output_projection.*``), the
+same tensors and the same metadata. A rebuild gives the new names too, since ``save_checkpoint`` writes the
+model's own names.
 """
 
 from __future__ import annotations
 
+import argparse
 import platform
 import sys
 from pathlib import Path
@@ -23,17 +30,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from transformer_course.data import DateTask  # noqa: E402
-from transformer_course.training import (  # noqa: E402
+from transformer_course.checkpoints import (  # noqa: E402
+    RENAMED_WEIGHTS,
     SHIPPED_CHECKPOINTS,
-    TrainConfig,
-    _run_description,
-    evaluate,
     load_shipped_checkpoint,
-    recipe_model_config,
     save_checkpoint,
-    train_task_model,
 )
+from transformer_course.data import DateTask  # noqa: E402
+from transformer_course.recipes import _run_description, recipe_model_config, train_task_model  # noqa: E402
+from transformer_course.training import TrainConfig, evaluate  # noqa: E402
 
 MAX_BYTES = 1_000_000  # the file is committed to git and shipped in the wheel: keep it small
 
@@ -62,5 +67,39 @@ def build_date_model() -> Path:
     return path
 
 
+def _new_name(name: str) -> str:
+    for old, new in RENAMED_WEIGHTS.items():
+        if name.startswith(old):
+            return new + name[len(old) :]
+    return name
+
+
+def rename_weights(path: Path) -> bool:
+    """Rewrite the checkpoint at ``path`` with its old weight names (``RENAMED_WEIGHTS``) replaced: the same
+    tensors, the same metadata (where safetensors' notes on tied weights name a weight, renamed too). Returns
+    whether anything changed; a file with only new names is left untouched."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata() or {}
+        tensors = {name: f.get_tensor(name) for name in f.keys()}
+    renamed = {_new_name(name): tensor for name, tensor in tensors.items()}
+    notes = {_new_name(key): _new_name(value) for key, value in metadata.items()}  # the standard keys stay as they are
+    if renamed.keys() == tensors.keys() and notes == metadata:
+        return False
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(renamed, str(tmp), metadata=notes)
+    tmp.replace(path)
+    path.chmod(0o644)
+    return True
+
+
 if __name__ == "__main__":
-    build_date_model()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rename-weights", action="store_true", help="rename old weight names; do not train")
+    if parser.parse_args().rename_weights:
+        for shipped in sorted(SHIPPED_CHECKPOINTS.glob("*.safetensors")):
+            print(f"{shipped}: {'renamed' if rename_weights(shipped) else 'already up to date'}")
+    else:
+        build_date_model()

@@ -23,13 +23,20 @@ from matplotlib.figure import Figure  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from transformer_course.checkpoints import load_shipped_checkpoint  # noqa: E402
 from transformer_course.data import BOS_ID, make_batch  # noqa: E402
 from transformer_course.decoding import cross_attention_maps, greedy_decode  # noqa: E402
 from transformer_course.positional import sinusoidal_table  # noqa: E402
 from transformer_course.rnn import RNNCell, chain_jacobians, rnn_step_jacobians, scaled_recurrent_weight  # noqa: E402
-from transformer_course.training import load_shipped_checkpoint, noam_lr  # noqa: E402
+from transformer_course.schedules import noam_lr  # noqa: E402
 from transformer_course.utils import seed_everything  # noqa: E402
-from transformer_course.viz import draw_architecture, plot_attention, plot_attention_heads, set_style  # noqa: E402
+from transformer_course.viz import (  # noqa: E402
+    draw_architecture,
+    plot_attention,
+    plot_attention_heads,
+    scaling_figure,
+    set_style,
+)
 
 FIGURES_DIR = ROOT / "figures"
 
@@ -125,7 +132,6 @@ def benchmark_attention_scaling() -> Figure | None:
     results = ROOT / "benchmarks" / "results.json"
     if not results.exists():
         return None
-    from benchmarks.run_benchmarks import scaling_figure
 
     return scaling_figure(json.loads(results.read_text())["attention_scaling"])
 

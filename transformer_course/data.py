@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from . import checks
+
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
@@ -325,3 +327,61 @@ class CopyTask:
 
     def to_dict(self) -> dict[str, object]:
         return dict(num_symbols=self.num_symbols, length=self.length)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Encoder-decoder as text-to-text (T5)
+# --------------------------------------------------------------------------------------------------------
+
+TEXT_TO_TEXT_TASKS: dict[str, Callable[[list[str]], list[str]]] = {
+    "copy": list,
+    "reverse": lambda symbols: symbols[::-1],
+    "sort": sorted,
+}
+
+
+class TextToTextTask:
+    """Several tasks in one data set, the T5 way: the input text names the task, the output is text.
+
+    A source is ``[task, ":", s_1, ..., s_n]`` with symbols "1" .. ``num_symbols``; the target is the task applied
+    to the symbols, e.g. ``["sort", ":", "3", "1", "2"] -> ["1", "2", "3"]``. One :class:`Vocabulary` (task names,
+    ":" and the symbols) serves both sides. It has the ``train_batch`` / ``eval_pairs`` interface that
+    :func:`transformer_course.training.train` and :func:`~transformer_course.training.evaluate` expect. Held-out
+    pairs are fresh random draws (``length`` = 6 gives 9^6 = 531,441 symbol strings per task, so a few repeats
+    of training strings are possible).
+    """
+
+    name = "text_to_text"
+
+    def __init__(self, tasks: Sequence[str] = ("copy", "reverse", "sort"), length: int = 6, num_symbols: int = 9):
+        tasks = list(tasks)
+        unknown = [t for t in tasks if t not in TEXT_TO_TEXT_TASKS]
+        if not tasks or unknown:
+            raise ValueError(f"tasks must be a non-empty list from {sorted(TEXT_TO_TEXT_TASKS)}, got {tasks}")
+        checks.positive_int("length", length)
+        if not isinstance(num_symbols, int) or not 2 <= num_symbols <= 9:
+            raise ValueError(f"num_symbols must be an int in [2, 9], got {num_symbols!r}")
+        self.tasks, self.length, self.num_symbols = tasks, length, num_symbols
+        self.symbols = [str(i) for i in range(1, num_symbols + 1)]
+        self.src_vocab = self.tgt_vocab = Vocabulary([*tasks, ":", *self.symbols])
+
+    def sample_pairs(self, n: int, generator: torch.Generator) -> list[tuple[list[str], list[str]]]:
+        """``n`` random (source, target) token lists, the task of each drawn uniformly."""
+        which = torch.randint(len(self.tasks), (n,), generator=generator).tolist()
+        rows = torch.randint(self.num_symbols, (n, self.length), generator=generator).tolist()
+        pairs = []
+        for w, row in zip(which, rows):
+            symbols = [self.symbols[i] for i in row]
+            pairs.append(([self.tasks[w], ":", *symbols], TEXT_TO_TEXT_TASKS[self.tasks[w]](symbols)))
+        return pairs
+
+    def train_batch(self, batch_size: int, generator: torch.Generator) -> Batch:
+        """A padded :class:`~transformer_course.data.Batch` of ``batch_size`` random examples."""
+        return make_batch(self.sample_pairs(batch_size, generator), self.src_vocab, self.tgt_vocab)
+
+    def eval_pairs(self, n: int = 600, seed: int = 1) -> list[tuple[list[str], list[str]]]:
+        """A fixed evaluation set: the same ``n`` pairs for the same seed."""
+        return self.sample_pairs(n, torch.Generator().manual_seed(seed + 20_000))
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(tasks=list(self.tasks), length=self.length, num_symbols=self.num_symbols)

@@ -10,12 +10,15 @@ it re-runs the decoder over the whole prefix at every step. Both give the same t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
+from . import checks
+from .attention import attention_maps
 from .data import BOS_ID, EOS_ID, PAD_ID
 from .model import Transformer
 
@@ -61,7 +64,7 @@ class StepDecoder:
             new = self.tokens[:, self._cached :]  # only the positions the cache has not seen
             states = self.model.decode(new, self.memory, self.src_mask, cache=self.cache, offset=self._cached)
             self._cached = self.tokens.shape[1]
-        return self.model.generator(states[:, -1])
+        return self.model.output_projection(states[:, -1])
 
     def append(self, next_tokens: Tensor) -> None:
         """next_tokens: (batch,) ids to feed back as the next decoder input."""
@@ -303,4 +306,48 @@ def cross_attention_maps(model: Transformer, src: Tensor, tgt_in: Tensor) -> Ten
     """
     _check_model_and_src(model, src)
     model(src, tgt_in)
-    return torch.stack([layer.cross_attention.attention_weights for layer in model.decoder.layers])
+    return attention_maps(model.decoder, "cross_attention")
+
+
+@torch.no_grad()
+def generate(
+    model: nn.Module,
+    prompt: Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    greedy: bool = False,
+    generator: torch.Generator | None = None,
+    banned: Sequence[int] = (),
+) -> Tensor:
+    """Continue every prompt of a batch at once, one token per step, with a decoder-only language model.
+
+    model: maps ids (batch, len) to next-token logits (batch, len, vocab), e.g.
+    :class:`~transformer_course.variants.CausalLanguageModel`; if it has ``max_len``, it sees at most that many
+    tokens (the last ones).
+
+    prompt: (batch, len_p) ids, all rows of the same length (no padding). At each step the next token is the most
+    likely one (``greedy=True``) or is drawn from :func:`next_token_probs` (temperature, top-k, top-p).
+    ``banned`` ids (for example ``<pad>`` and ``<unk>``) are never produced. Returns (batch, len_p +
+    max_new_tokens): the prompts and their continuations. Put the model in eval mode first.
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a language model (an nn.Module), got {type(model).__name__}")
+    checks.token_ids("prompt", prompt)
+    checks.non_negative_int("max_new_tokens", max_new_tokens)
+    window = getattr(model, "max_len", None) or prompt.shape[1] + max_new_tokens
+    if not greedy:
+        next_token_probs(torch.zeros(2), temperature, top_k, top_p)  # validates the settings
+    tokens = prompt
+    for _ in range(max_new_tokens):
+        logits = model(tokens[:, -window:])[:, -1].float()  # (batch, vocab) for the next position
+        if banned:
+            logits[:, list(banned)] = float("-inf")
+        if greedy:
+            nxt = logits.argmax(dim=-1)
+        else:
+            probs = next_token_probs(logits, temperature, top_k, top_p)
+            nxt = torch.multinomial(probs, 1, generator=generator)[:, 0]
+        tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+    return tokens

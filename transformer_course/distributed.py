@@ -8,20 +8,32 @@ Each process draws the same global batch from the same seeded generator and keep
 of rows, so with N processes and a global batch B every step sees exactly the B examples a single process
 would see; DDP averages the gradients. (The average of per-process mean losses equals the global mean loss
 when every process has the same number of target tokens, as in the copy and date tasks.)
+
+The training loop itself knows nothing of this: :func:`~transformer_course.training.train` prepares, before
+its loop, the model the step calls (:func:`wrap_model`: DistributedDataParallel), where its batches come from
+(:func:`sharded`: this process's slice), the loss it computes (:func:`with_autocast`: bfloat16 autocast) and
+the numbers it logs (:func:`mean_across_processes`). In a single-process run without mixed precision each of
+these returns what it was given.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import torch
 import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from .data import Batch
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,22 @@ def shard_batch(batch: Batch, rank: int, world_size: int) -> Batch:
     return Batch(batch.src[part], batch.tgt_in[part], batch.tgt_out[part])
 
 
+def wrap_model(model: nn.Module, context: DistributedContext | None) -> nn.Module:
+    """The module a training step calls: ``model`` itself, or in a distributed run ``model`` wrapped in
+    DistributedDataParallel, which averages the gradients over the processes during ``backward``. Either way
+    the parameters are ``model``'s, so build the optimizer from ``model``."""
+    return model if context is None else DistributedDataParallel(model)
+
+
+def sharded(draw: Callable[[], Batch], context: DistributedContext | None) -> Callable[[], Batch]:
+    """A batch source giving this process's slice (:func:`shard_batch`) of each global batch ``draw()`` returns;
+    ``draw`` itself in a single-process run. Every process must draw the same global batches (the same seeded
+    generator)."""
+    if context is None:
+        return draw
+    return lambda: shard_batch(draw(), context.rank, context.world_size)
+
+
 def mean_across_processes(value: torch.Tensor, context: DistributedContext | None) -> torch.Tensor:
     """The average of a scalar over all processes (the value itself in a single-process run)."""
     if context is None:
@@ -114,3 +142,21 @@ def autocast_context(device: torch.device, enabled: bool) -> AbstractContextMana
     if device.type not in ("cuda", "cpu"):
         raise ValueError(f"mixed precision (bf16) is supported here on cuda and cpu, not on {device.type!r}")
     return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def with_autocast(fn: Callable[..., T], device: torch.device, enabled: bool) -> Callable[..., T]:
+    """``fn`` run under :func:`autocast_context` (bfloat16 autocast) when ``enabled``; ``fn`` itself otherwise.
+
+    Wrap the forward pass and the loss, not the backward pass or the optimizer step. Raises ``ValueError`` at
+    once for a device without bf16 autocast.
+    """
+    if not enabled:
+        return fn
+    autocast_context(device, enabled)  # check the device now, not at the first step
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with autocast_context(device, enabled):
+            return fn(*args, **kwargs)
+
+    return run

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import MultiHeadAttention
-from .layers import DecoderLayer, EncoderLayer
+from .layers import BlockConfig, DecoderLayer, EncoderLayer
 from .model import Transformer
 
 _PROJECTIONS = ("w_q", "w_k", "w_v")
@@ -123,7 +123,22 @@ def mha_from_torch(theirs: nn.MultiheadAttention) -> MultiHeadAttention:
 # ---- encoder and decoder layers ---------------------------------------------------------------------
 
 
+def _check_torch_has(config: BlockConfig) -> None:
+    """PyTorch's layers have LayerNorm, ReLU/GELU, biases, as many K/V heads as query heads and no RoPE."""
+    differences = {
+        "norm": (config.norm, "layer"),
+        "activation": (config.activation, ("relu", "gelu")),
+        "num_kv_heads": (config.num_kv_heads, (None, config.num_heads)),
+        "rope": (config.rope, False),
+        "bias": (config.bias, True),
+    }
+    for name, (value, allowed) in differences.items():
+        if value not in (allowed if isinstance(allowed, tuple) else (allowed,)):
+            raise ValueError(f"PyTorch's Transformer layers have no {name}={value!r} (they allow {allowed!r})")
+
+
 def _layer_to_torch(layer: EncoderLayer | DecoderLayer, torch_cls: type, names: dict, attention: dict) -> nn.Module:
+    _check_torch_has(layer.config)
     mha, ff, norm = layer.self_attention, layer.feed_forward, layer.self_attention_residual
     theirs = torch_cls(
         mha.d_model,
@@ -142,13 +157,13 @@ def _layer_to_torch(layer: EncoderLayer | DecoderLayer, torch_cls: type, names: 
 def _layer_from_torch(theirs: nn.Module, our_cls: type, names: dict, attention: dict) -> EncoderLayer | DecoderLayer:
     _check_batch_first(theirs)
     ours = our_cls(
-        theirs.self_attn.embed_dim,
-        theirs.self_attn.num_heads,
-        theirs.linear1.out_features,
-        theirs.dropout.p,
-        _activation_name(theirs),
-        theirs.norm_first,
-        theirs.norm1.eps,
+        d_model=theirs.self_attn.embed_dim,
+        num_heads=theirs.self_attn.num_heads,
+        d_ff=theirs.linear1.out_features,
+        dropout=theirs.dropout.p,
+        activation=_activation_name(theirs),
+        norm_first=theirs.norm_first,
+        norm_eps=theirs.norm1.eps,
     )
     ours.load_state_dict(_layer_from_torch_state(theirs.state_dict(), names, attention))
     return ours.train(theirs.training).to(theirs.linear1.weight.device)
@@ -202,6 +217,7 @@ def transformer_to_torch(model: Transformer) -> nn.Transformer:
     Where our model has no final LayerNorm (Post-LN, the paper's default), the PyTorch stack's is removed.
     """
     c = model.config
+    _check_torch_has(c.block)
     with warnings.catch_warnings():
         # PyTorch warns that its nested-tensor fast path is off for Pre-LN; that changes speed, not results
         warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
@@ -224,7 +240,7 @@ def transformer_to_torch(model: Transformer) -> nn.Transformer:
     if model.decoder.norm is None:
         theirs.decoder.norm = None
     theirs.load_state_dict(_stacks_state(model.state_dict(), c.num_encoder_layers, c.num_decoder_layers, to_torch=True))
-    return theirs.train(model.training).to(model.generator.weight.device)
+    return theirs.train(model.training).to(model.output_projection.weight.device)
 
 
 def load_torch_transformer(model: Transformer, theirs: nn.Transformer) -> Transformer:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .checks import non_negative_int, positive_int
+
 
 def padding_mask(token_ids: Tensor, pad_id: int) -> Tensor:
     """Mask that hides padded keys.
@@ -24,14 +26,21 @@ def padding_mask(token_ids: Tensor, pad_id: int) -> Tensor:
     return (token_ids != pad_id)[:, None, None, :]
 
 
-def causal_mask(length: int, device: torch.device | str | None = None) -> Tensor:
-    """Mask that lets position i see positions 0..i only.
+def causal_mask(
+    len_q: int, len_k: int | None = None, offset: int = 0, *, device: torch.device | str | None = None
+) -> Tensor:
+    """Mask that lets a query see its own position and the positions before it, never the ones after.
 
-    Returns a bool mask (1, 1, length, length), lower-triangular ``True``.
+    Query row i sits at position ``offset + i``; key column j at position j. Query i may attend key j when
+    ``j <= offset + i``. ``len_k`` defaults to ``offset + len_q``: the usual square mask (offset 0), or, during
+    incremental decoding, ``len_q`` new queries after ``offset`` cached positions.
+    Returns a bool mask (1, 1, len_q, len_k), ``True`` = may attend.
     """
-    if not isinstance(length, int) or length < 1:
-        raise ValueError(f"length must be a positive int, got {length!r}")
-    return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]
+    positive_int("len_q", len_q)
+    non_negative_int("offset", offset)
+    len_k = offset + len_q if len_k is None else len_k
+    positive_int("len_k", len_k)
+    return torch.ones(len_q, len_k, dtype=torch.bool, device=device).tril(diagonal=offset)[None, None]
 
 
 def combine_masks(*masks: Tensor | None) -> Tensor | None:
@@ -56,7 +65,7 @@ def decoder_self_mask(tgt_ids: Tensor, pad_id: int) -> Tensor:
 
     tgt_ids: (batch, len_t). Returns a bool mask (batch, 1, len_t, len_t).
     """
-    return combine_masks(padding_mask(tgt_ids, pad_id), causal_mask(tgt_ids.shape[1], tgt_ids.device))
+    return combine_masks(padding_mask(tgt_ids, pad_id), causal_mask(tgt_ids.shape[1], device=tgt_ids.device))
 
 
 def check_mask(mask: Tensor, batch: int, heads: int, len_q: int, len_k: int) -> None:

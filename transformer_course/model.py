@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-import torch
 from torch import Tensor, nn
 
+from . import checks
 from .attention import KVCache
-from .layers import ACTIVATIONS, DecoderLayer, EncoderLayer
+from .layers import BlockConfig, DecoderLayer, EncoderLayer
 from .masks import causal_mask, decoder_self_mask, padding_mask
-from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding, TokenEmbedding
+from .positional import POSITIONAL_ENCODINGS, TokenEmbedding
+from .utils import xavier_init_
 
-POSITIONAL_KINDS = ("sinusoidal", "learned")
+POSITIONAL_KINDS = ("sinusoidal", "learned", "rope", "none")
 
 
 @dataclass(frozen=True)
 class TransformerConfig:
     """Every size and switch of a :class:`Transformer`. Build one by hand or from a preset:
     ``TransformerConfig.preset("base", src_vocab_size=..., tgt_vocab_size=...)``.
+
+    The layer choices (activation, norm, norm_first, layer_norm_eps, num_kv_heads, bias, and ``positional="rope"``)
+    are those of :class:`~transformer_course.layers.BlockConfig`; :attr:`block` is that config. ``positional``:
+    ``"sinusoidal"`` (the paper) or ``"learned"`` tables added to the embeddings, ``"rope"`` (rotary positions
+    inside every self-attention), or ``"none"``.
     """
 
     src_vocab_size: int
@@ -30,33 +37,26 @@ class TransformerConfig:
     num_encoder_layers: int = 6
     num_decoder_layers: int = 6
     dropout: float = 0.1
-    activation: str = "relu"
+    activation: str = "relu"  # "relu", "gelu" or "swiglu"
     norm_first: bool = False  # False: Post-LN, as in the paper
-    final_norm: bool | None = None  # a LayerNorm after each stack; None: only for Pre-LN, where it is needed
-    layer_norm_eps: float = 1e-5
+    final_norm: bool | None = None  # a norm after each stack; None: only for Pre-LN, where it is needed
+    layer_norm_eps: float = 1e-5  # eps of every norm, LayerNorm or RMSNorm (the name nn.Transformer uses)
     max_len: int = 512
     positional: str = "sinusoidal"
     share_embeddings: bool = False  # one embedding table for source and target (needs one vocabulary)
     tie_output: bool = False  # the output projection reuses the target embedding matrix
     pad_id: int | None = 0
+    norm: str = "layer"  # "layer" (LayerNorm) or "rms" (RMSNorm)
+    num_kv_heads: int | None = None  # None: multi-head attention; fewer: grouped-query; 1: multi-query
+    rope_base: float = 10000.0
+    bias: bool = True  # biases in the attention projections and the feed-forward network
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        for name in ("num_encoder_layers", "num_decoder_layers"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
-        if self.positional not in POSITIONAL_KINDS:
-            raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got {self.positional!r}")
+        checks.positive_ints(src_vocab_size=self.src_vocab_size, tgt_vocab_size=self.tgt_vocab_size)
+        checks.non_negative_int("num_encoder_layers", self.num_encoder_layers)
+        checks.non_negative_int("num_decoder_layers", self.num_decoder_layers)
+        checks.one_of("positional", self.positional, POSITIONAL_KINDS)
+        _ = self.block  # building it validates the layer fields
         if self.positional == "sinusoidal" and self.d_model % 2:
             raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -66,6 +66,25 @@ class TransformerConfig:
             )
         if self.pad_id is not None and not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
             raise ValueError(f"pad_id must be a valid id in both vocabularies, got {self.pad_id}")
+
+    @property
+    def block(self) -> BlockConfig:
+        """The layers' config, shared by every encoder and decoder layer."""
+        return BlockConfig(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            activation=self.activation,
+            norm=self.norm,
+            norm_first=self.norm_first,
+            norm_eps=self.layer_norm_eps,
+            num_kv_heads=self.num_kv_heads,
+            rope=self.positional == "rope",
+            rope_base=self.rope_base,
+            max_len=self.max_len,
+            bias=self.bias,
+        )
 
     @property
     def use_final_norm(self) -> bool:
@@ -102,62 +121,54 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class Encoder(nn.Module):
-    """A stack of :class:`EncoderLayer`, with an optional final LayerNorm (needed for Pre-LN).
+    """A stack of :class:`EncoderLayer`, with an optional final norm (needed for Pre-LN).
 
-    x: (batch, len_s, d_model) embedded source -> (batch, len_s, d_model).
+    Build it from a :class:`BlockConfig` or its fields as keywords: ``Encoder(2, d_model=64, num_heads=4,
+    d_ff=256)``. ``final_norm`` defaults to ``norm_first``. x: (batch, len_s, d_model) -> (batch, len_s, d_model).
     """
 
     def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
-        final_norm: bool | None = None,
-        layer_norm_eps: float = 1e-5,
+        self, num_layers: int, config: BlockConfig | None = None, final_norm: bool | None = None, **fields: Any
     ) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
-            for _ in range(num_layers)
-        )
-        use_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if use_norm else None
+        checks.non_negative_int("num_layers", num_layers)
+        self.config = config = BlockConfig.build(config, fields)
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(num_layers))
+        use_norm = config.norm_first if final_norm is None else final_norm
+        self.norm = config.final_norm() if use_norm else None
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        for layer in self.layers:
-            x = layer(x, mask)
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        causal: bool = False,
+        cache: Sequence[KVCache] | None = None,
+    ) -> Tensor:
+        """x: (batch, len, d_model); mask broadcastable to (batch, heads, len, len_k). causal: a decoder-only stack.
+        cache: optional, one :class:`KVCache` per layer, for incremental decoding. Returns (batch, len, d_model)."""
+        if cache is not None and len(cache) != len(self.layers):
+            raise ValueError(f"cache must hold one KVCache per layer ({len(self.layers)}), got {len(cache)}")
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, cache=None if cache is None else cache[i], causal=causal)
         return x if self.norm is None else self.norm(x)
 
 
 class Decoder(nn.Module):
-    """A stack of :class:`DecoderLayer`, with an optional final LayerNorm (needed for Pre-LN).
+    """A stack of :class:`DecoderLayer`, with an optional final norm (needed for Pre-LN).
 
-    x: (batch, len_t, d_model) embedded target; memory: (batch, len_s, d_model) -> (batch, len_t, d_model).
+    Built like :class:`Encoder`. x: (batch, len_t, d_model) embedded target; memory: (batch, len_s, d_model) ->
+    (batch, len_t, d_model).
     """
 
     def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
-        final_norm: bool | None = None,
-        layer_norm_eps: float = 1e-5,
+        self, num_layers: int, config: BlockConfig | None = None, final_norm: bool | None = None, **fields: Any
     ) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
-            for _ in range(num_layers)
-        )
-        use_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if use_norm else None
+        checks.non_negative_int("num_layers", num_layers)
+        self.config = config = BlockConfig.build(config, fields)
+        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(num_layers))
+        use_norm = config.norm_first if final_norm is None else final_norm
+        self.norm = config.final_norm() if use_norm else None
 
     def forward(
         self,
@@ -179,55 +190,35 @@ class Transformer(nn.Module):
     """The encoder-decoder Transformer of "Attention Is All You Need".
 
     ``forward(src, tgt)`` maps source ids (batch, len_s) and decoder input ids (batch, len_t) (the target
-    shifted right, starting with <bos>) to logits (batch, len_t, tgt_vocab_size).
+    shifted right, starting with <bos>) to logits (batch, len_t, tgt_vocab_size). The inputs are checked here,
+    at the edge (:meth:`forward`, :meth:`encode`, :meth:`decode`); the layers inside trust them.
     """
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
-        self.config = config
-        c = config
+        self.config = c = config
         self.src_embedding = TokenEmbedding(c.src_vocab_size, c.d_model, c.pad_id)
         self.tgt_embedding = (
             self.src_embedding if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
         )
-        positional_cls = SinusoidalPositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
-        self.positional = positional_cls(c.d_model, c.max_len, c.dropout)
-        stack = dict(
-            d_model=c.d_model,
-            num_heads=c.num_heads,
-            d_ff=c.d_ff,
-            dropout=c.dropout,
-            activation=c.activation,
-            norm_first=c.norm_first,
-            final_norm=c.use_final_norm,
-            layer_norm_eps=c.layer_norm_eps,
-        )
-        self.encoder = Encoder(c.num_encoder_layers, **stack)
-        self.decoder = Decoder(c.num_decoder_layers, **stack)
-        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        self.positional = POSITIONAL_ENCODINGS[c.positional](c.d_model, c.max_len, c.dropout)
+        self.encoder = Encoder(c.num_encoder_layers, c.block, final_norm=c.use_final_norm)
+        self.decoder = Decoder(c.num_decoder_layers, c.block, final_norm=c.use_final_norm)
+        self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size)
         self.reset_parameters()
         if c.tie_output:
-            self.generator.weight = self.tgt_embedding.embedding.weight
+            self.output_projection.weight = self.tgt_embedding.embedding.weight
 
     def reset_parameters(self) -> None:
         """Xavier-uniform for every matrix of the stacks and the output layer, zero biases; embeddings keep
         their own N(0, 1/d_model) start (see :class:`TokenEmbedding`)."""
-        for module in (self.encoder, self.decoder, self.generator):
-            for name, p in module.named_parameters():
-                if p.dim() > 1:
-                    nn.init.xavier_uniform_(p)
-                elif name.endswith("bias") and "norm" not in name:
-                    nn.init.zeros_(p)
+        for module in (self.encoder, self.decoder, self.output_projection):
+            xavier_init_(module)
         self.src_embedding.reset_parameters()
         self.tgt_embedding.reset_parameters()
 
     def _check_ids(self, ids: Tensor, name: str) -> None:
-        if ids.dim() != 2:
-            raise ValueError(f"{name} must have shape (batch, len) of token ids, got {tuple(ids.shape)}")
-        if ids.shape[1] > self.config.max_len:
-            raise ValueError(
-                f"{name} has length {ids.shape[1]}, longer than the positional table's max_len={self.config.max_len}"
-            )
+        checks.token_ids(name, ids, max_len=self.config.max_len)  # TokenEmbedding checks the ids themselves
 
     def source_mask(self, src: Tensor) -> Tensor | None:
         """Padding mask of the source, (batch, 1, 1, len_s), or None when the config has no pad_id."""
@@ -236,12 +227,15 @@ class Transformer(nn.Module):
     def target_mask(self, tgt: Tensor) -> Tensor:
         """Causal mask combined with the target's padding, (batch, 1, len_t, len_t)."""
         if self.config.pad_id is None:
-            return causal_mask(tgt.shape[1], tgt.device)
+            return causal_mask(tgt.shape[1], device=tgt.device)
         return decoder_self_mask(tgt, self.config.pad_id)
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """src: (batch, len_s) ids -> memory (batch, len_s, d_model). ``src_mask`` defaults to the padding mask."""
         self._check_ids(src, "src")
+        return self._encode(src, src_mask)
+
+    def _encode(self, src: Tensor, src_mask: Tensor | None) -> Tensor:
         if src_mask is None:
             src_mask = self.source_mask(src)
         return self.encoder(self.positional(self.src_embedding(src)), src_mask)
@@ -258,24 +252,38 @@ class Transformer(nn.Module):
         """tgt: (batch, len_t) decoder input ids; memory: (batch, len_s, d_model) from :meth:`encode`.
 
         src_mask: the source padding mask, broadcastable to (batch, heads, len_t, len_s); tgt_mask defaults to
-        causal + padding. Returns decoder states (batch, len_t, d_model); :attr:`generator` turns them into logits.
+        causal + padding. Returns decoder states (batch, len_t, d_model); :attr:`output_projection` turns them
+        into logits.
 
         Incremental decoding: pass ``cache`` (one (self, cross) :class:`KVCache` pair per decoder layer, see
         :meth:`new_cache`) and ``offset`` = the number of positions already decoded; ``tgt`` then holds only the
         new positions, and tgt_mask defaults to causal over (len_t, offset + len_t) (no target padding).
         """
         self._check_ids(tgt, "tgt")
-        if memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
+        checks.non_negative_int("offset", offset)
+        if offset + tgt.shape[1] > self.config.max_len:
             raise ValueError(
-                f"memory must have shape (batch={tgt.shape[0]}, len_s, d_model), got {tuple(memory.shape)}"
+                f"positions {offset}..{offset + tgt.shape[1] - 1} exceed the model's max_len={self.config.max_len}"
             )
+        if not isinstance(memory, Tensor) or memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
+            shape = tuple(memory.shape) if isinstance(memory, Tensor) else type(memory).__name__
+            raise ValueError(f"memory must have shape (batch={tgt.shape[0]}, len_s, d_model), got {shape}")
+        return self._decode(tgt, memory, src_mask, tgt_mask, cache, offset)
+
+    def _decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor | None,
+        tgt_mask: Tensor | None,
+        cache: list[tuple[KVCache, KVCache]] | None,
+        offset: int,
+    ) -> Tensor:
         if tgt_mask is None:
             if cache is None and offset == 0:
                 tgt_mask = self.target_mask(tgt)
             else:  # new position i may see every cached position and the new ones up to itself
-                length = tgt.shape[1]
-                tgt_mask = torch.ones(length, offset + length, dtype=torch.bool, device=tgt.device)
-                tgt_mask = tgt_mask.tril(diagonal=offset)[None, None]
+                tgt_mask = causal_mask(tgt.shape[1], offset=offset, device=tgt.device)
         x = self.positional(self.tgt_embedding(tgt), offset=offset)
         return self.decoder(x, memory, tgt_mask, src_mask, cache=cache)
 
@@ -290,5 +298,5 @@ class Transformer(nn.Module):
         if src.shape[0] != tgt.shape[0]:
             raise ValueError(f"src and tgt must have the same batch size, got {src.shape[0]} and {tgt.shape[0]}")
         src_mask = self.source_mask(src)
-        memory = self.encode(src, src_mask)
-        return self.generator(self.decode(tgt, memory, src_mask))
+        memory = self._encode(src, src_mask)
+        return self.output_projection(self._decode(tgt, memory, src_mask, None, None, 0))

@@ -81,3 +81,13 @@ class RMSNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"
+
+
+NORMS = ("layer", "rms")
+
+
+def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
+    """``"layer"``: ``nn.LayerNorm(d_model, eps)`` (the paper); ``"rms"``: :class:`RMSNorm` (LLaMA-style models)."""
+    if kind not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}, got {kind!r}")
+    return nn.LayerNorm(d_model, eps=eps) if kind == "layer" else RMSNorm(d_model, eps)

@@ -72,6 +72,29 @@ class LearnedPositionalEncoding(nn.Module):
         return self.dropout(x + self.embedding(positions))
 
 
+class NoPositionalEncoding(nn.Module):
+    """Adds nothing, then applies dropout: for models whose positions act inside attention (RoPE) or that have none."""
+
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.max_len = max_len
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """x: (batch, len, d_model) -> (batch, len, d_model)."""
+        _check_sequence(x, self.d_model, self.max_len, offset)
+        return self.dropout(x)
+
+
+POSITIONAL_ENCODINGS: dict[str, type[nn.Module]] = {
+    "sinusoidal": SinusoidalPositionalEncoding,
+    "learned": LearnedPositionalEncoding,
+    "rope": NoPositionalEncoding,
+    "none": NoPositionalEncoding,
+}
+
+
 class TokenEmbedding(nn.Module):
     """Token ids -> vectors, multiplied by sqrt(d_model) as in the paper.
 

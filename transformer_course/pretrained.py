@@ -29,8 +29,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import checks
+from .attention import attention_maps
+from .bert import BertEmbeddings
 from .model import Encoder
-from .positional import LearnedPositionalEncoding, TokenEmbedding
+from .wordpiece import WordPieceTokenizer
 
 __all__ = [
     "UNUSED_CHECKPOINT_TENSORS",
@@ -120,44 +123,6 @@ class BertConfig:
 
 
 # ----------------------------------------------------------------------------------------------- the model
-class BertEmbeddings(nn.Module):
-    """BERT's input layer: LayerNorm(token + position + token type), then dropout.
-
-    Built from the course's pieces: :class:`TokenEmbedding` with ``scale=False`` (BERT does not multiply by
-    sqrt(d_model); the LayerNorm sets the scale) and :class:`LearnedPositionalEncoding`; the token-type table
-    (sentence A = 0, sentence B = 1) and the LayerNorm are new.
-    input_ids, token_type_ids: (batch, len) -> (batch, len, d_model).
-    """
-
-    def __init__(self, config: BertConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.token = TokenEmbedding(config.vocab_size, config.d_model, config.pad_id, scale=False)
-        self.position = LearnedPositionalEncoding(config.d_model, config.max_len, dropout=0.0)
-        self.token_type = nn.Embedding(config.type_vocab_size, config.d_model)
-        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.dropout)
-
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
-        """input_ids: (batch, len); token_type_ids: (batch, len) in [0, type_vocab_size), default all 0.
-
-        Returns (batch, len, d_model).
-        """
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        if token_type_ids.shape != input_ids.shape:
-            raise ValueError(
-                f"token_type_ids must have the shape of input_ids {tuple(input_ids.shape)}, "
-                f"got {tuple(token_type_ids.shape)}"
-            )
-        if token_type_ids.numel() and not 0 <= int(token_type_ids.min()) <= int(token_type_ids.max()) < (
-            self.config.type_vocab_size
-        ):
-            raise ValueError(f"token_type_ids must be in [0, {self.config.type_vocab_size})")
-        x = self.position(self.token(input_ids)) + self.token_type(token_type_ids)
-        return self.dropout(self.norm(x))
-
-
 class BertEncoder(nn.Module):
     """A BERT-style encoder: :class:`BertEmbeddings`, then the course's Post-LN :class:`Encoder` stack.
 
@@ -169,17 +134,25 @@ class BertEncoder(nn.Module):
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.config = config
-        self.embeddings = BertEmbeddings(config)
+        self.embeddings = BertEmbeddings(
+            config.vocab_size,
+            config.d_model,
+            config.max_len,
+            config.type_vocab_size,
+            config.pad_id,
+            config.dropout,
+            config.layer_norm_eps,
+        )
         self.encoder = Encoder(
             config.num_layers,
-            config.d_model,
-            config.num_heads,
-            config.d_ff,
+            final_norm=False,  # BERT has no LayerNorm after the last layer (each layer ends with one)
+            d_model=config.d_model,
+            num_heads=config.num_heads,
+            d_ff=config.d_ff,
             dropout=config.dropout,
             activation=config.activation,
             norm_first=False,  # Post-LN: LayerNorm(x + sublayer(x)), as in BERT
-            final_norm=False,  # BERT has no LayerNorm after the last layer (each layer ends with one)
-            layer_norm_eps=config.layer_norm_eps,
+            norm_eps=config.layer_norm_eps,
         )
 
     def forward(
@@ -190,10 +163,7 @@ class BertEncoder(nn.Module):
 
         Returns (batch, len, d_model). Padded positions get vectors too; ignore them (see :func:`mean_pool`).
         """
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must have shape (batch, len), got {tuple(input_ids.shape)}")
-        if input_ids.shape[1] > self.config.max_len:
-            raise ValueError(f"input_ids has length {input_ids.shape[1]}, longer than max_len={self.config.max_len}")
+        checks.token_ids("input_ids", input_ids, max_len=self.config.max_len)
         if attention_mask is None:
             attention_mask = input_ids != self.config.pad_id
         if attention_mask.shape != input_ids.shape:
@@ -203,14 +173,6 @@ class BertEncoder(nn.Module):
             )
         keys = attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, len): every query sees the real keys
         return self.encoder(self.embeddings(input_ids, token_type_ids), keys)
-
-
-def attention_maps(model: BertEncoder) -> Tensor:
-    """The attention weights of the last forward pass, (layers, batch, heads, len, len)."""
-    weights = [layer.self_attention.attention_weights for layer in model.encoder.layers]
-    if any(w is None for w in weights):
-        raise ValueError("the model has not run yet: call it on a batch first")
-    return torch.stack(weights)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------------------- loader
@@ -326,61 +288,6 @@ def load_bert_weights(model: BertEncoder, checkpoint: Mapping[str, Tensor] | str
         checkpoint = read_checkpoint(checkpoint)
     model.load_state_dict(map_checkpoint(checkpoint, model), strict=True)
     return model
-
-
-# ------------------------------------------------------------------------------------------------ tokenizer
-class WordPieceTokenizer:
-    """WordPiece tokenisation with the ``tokenizers`` library, from the checkpoint's ``tokenizer.json``.
-
-    Calling it on a list of sentences (or of (sentence A, sentence B) pairs) returns a dict of (batch, len)
-    long tensors: ``input_ids`` ([CLS] … [SEP], padded on the right to the longest), ``attention_mask``
-    (1 = real token) and ``token_type_ids`` (0 = sentence A, 1 = sentence B). Sentences longer than ``max_len``
-    tokens are cut.
-    """
-
-    def __init__(self, path: str | Path, max_len: int = 256) -> None:
-        from tokenizers import Tokenizer
-
-        path = Path(path)
-        if path.is_dir():
-            path = path / "tokenizer.json"
-        if not path.is_file():
-            raise ValueError(f"no tokenizer.json found at {path.name!r}")
-        if not isinstance(max_len, int) or max_len < 2:
-            raise ValueError(f"max_len must be an int >= 2 ([CLS] and [SEP]), got {max_len!r}")
-        self.max_len = max_len
-        self.tokenizer = Tokenizer.from_file(str(path))
-        pad_id = self.tokenizer.token_to_id("[PAD]")
-        if pad_id is None:
-            raise ValueError("the tokenizer has no [PAD] token")
-        self.pad_id = pad_id
-        self.tokenizer.enable_truncation(max_length=max_len)
-        self.tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")  # pad to the longest in the batch
-
-    @property
-    def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size()
-
-    def tokens(self, sentence: str) -> list[str]:
-        """The WordPiece tokens of one sentence, [CLS] and [SEP] included (pieces inside a word start with ##)."""
-        if not isinstance(sentence, str):
-            raise ValueError(f"sentence must be a str, got {type(sentence).__name__}")
-        return self.tokenizer.encode(sentence).tokens
-
-    def __call__(self, sentences: Sequence[str | tuple[str, str]]) -> dict[str, Tensor]:
-        """sentences: a non-empty list of str or of (str, str) pairs -> dict of (batch, len) long tensors."""
-        if isinstance(sentences, str) or not isinstance(sentences, Sequence) or not sentences:
-            raise ValueError("sentences must be a non-empty list of strings (or of pairs of strings)")
-        for s in sentences:
-            ok = isinstance(s, str) or (isinstance(s, tuple) and len(s) == 2 and all(isinstance(p, str) for p in s))
-            if not ok:
-                raise ValueError(f"each item must be a str or a (str, str) pair, got {s!r}")
-        encodings = self.tokenizer.encode_batch(list(sentences))
-        return {
-            "input_ids": torch.tensor([e.ids for e in encodings], dtype=torch.long),
-            "attention_mask": torch.tensor([e.attention_mask for e in encodings], dtype=torch.long),
-            "token_type_ids": torch.tensor([e.type_ids for e in encodings], dtype=torch.long),
-        }
 
 
 # ------------------------------------------------------------------------------------------------- pooling

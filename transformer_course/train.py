@@ -20,16 +20,10 @@ from collections.abc import Sequence
 
 import torch
 
+from .checkpoints import save_checkpoint
 from .distributed import exit_finished_worker, init_from_environment, launched_by_torchrun, leave_process_group
-from .training import (
-    TrainConfig,
-    _run_description,
-    evaluate,
-    make_task,
-    recipe_model_config,
-    save_checkpoint,
-    train_task_model,
-)
+from .recipes import _run_description, make_task, recipe_model_config, train_task_model
+from .training import TrainConfig, evaluate
 from .utils import count_parameters, get_device
 
 

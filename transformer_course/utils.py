@@ -1,4 +1,4 @@
-"""Small helpers every notebook uses: seeding, choosing a device, counting parameters."""
+"""Small helpers every notebook uses: seeding, choosing a device, counting parameters, the Xavier initialisation."""
 
 from __future__ import annotations
 
@@ -50,3 +50,17 @@ def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
         seen.add(id(p))
         total += p.numel()
     return total
+
+
+def xavier_init_(module: nn.Module) -> nn.Module:
+    """Xavier-uniform for every matrix of ``module``, zero for its biases; norms keep their ones and zeros.
+
+    The initialisation of the package's Transformer (and of the BERT, GPT and ViT models built from its stacks).
+    Returns ``module``.
+    """
+    for name, p in module.named_parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+        elif name.endswith("bias") and "norm" not in name:
+            nn.init.zeros_(p)
+    return module

@@ -297,3 +297,28 @@ def plot_masks(
     fig.suptitle(f"{suptitle}\n({legend})" if suptitle else legend, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def scaling_figure(rows: list[dict]) -> Figure:
+    """Time and peak memory of attention against n, written out vs F.scaled_dot_product_attention (log-log).
+
+    rows: the "scaling" rows of ``benchmarks/results.json`` (one per n, keys as ``benchmarks/run_benchmarks.py``
+    writes them).
+    """
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 3.8))
+    ns = [r["n"] for r in rows]
+    methods = (("written_out", "written out (scores materialised)"), ("sdpa", "F.scaled_dot_product_attention"))
+    for method, label in methods:
+        ax_t.plot(ns, [r[f"time {method} (s)"] * 1e3 for r in rows], marker="o", label=label)
+        ax_m.plot(ns, [max(r[f"peak extra memory {method} (MB)"], 0.1) for r in rows], marker="o", label=label)
+    ax_m.plot(ns, [r["scores matrix (MB)"] for r in rows], ls="--", color="0.5", label="one n x n score matrix")
+    for ax, ylabel in ((ax_t, "time per call (ms)"), (ax_m, "peak extra memory (MB)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length n (tokens)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+    ax_t.set_title("attention time against n")
+    ax_m.set_title("attention memory against n")
+    fig.tight_layout()
+    return fig

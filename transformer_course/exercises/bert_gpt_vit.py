@@ -17,8 +17,9 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from ..bert import CLS_ID, FIRST_WORD_ID, MASK_ID, SEP_ID, corrupt_for_mlm, pair_inputs, segment_ids
 from ..data import PAD_ID
-from ..variants import CLS_ID, FIRST_WORD_ID, MASK_ID, SEP_ID, corrupt_for_mlm, pair_inputs, patchify, segment_ids
+from ..variants import patchify
 from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from ..masks import causal_mask
 from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
@@ -131,7 +132,7 @@ def check_padding_mask_from_lengths(fn: Callable[[Tensor, int], Tensor]) -> bool
 # ----------------------------------------------------------------------------------------------- exercise 3
 def _softmax_cases() -> list[tuple[str, Tensor, Tensor]]:
     g = torch.Generator().manual_seed(63)
-    causal = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]
+    causal = causal_mask(4)
     lengths = torch.tensor([4, 2])
     padding = reference_padding_mask_from_lengths(lengths, 4)
     left_padded = torch.tensor([[False, False, True, True]])[:, None, None, :] & causal  # rows 0, 1 see nothing

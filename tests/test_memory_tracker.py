@@ -1,0 +1,36 @@
+"""The memory tracker sees the score matrix of written-out attention, not of the fused kernel; operators in order."""
+
+from __future__ import annotations
+
+import torch
+
+from transformer_course.attention import fused_attention, scaled_dot_product_attention
+from transformer_course.memory_tracker import peak_tensor_bytes, traced_operators
+
+
+def _qkv(n: int, d: int) -> tuple[torch.Tensor, ...]:
+    return torch.randn(3, 2, 1, n, d, generator=torch.Generator().manual_seed(0)).unbind(0)
+
+
+def _full(q, k, v):
+    return scaled_dot_product_attention(q, k, v)[0]
+
+
+def test_peak_tensor_bytes_sees_the_score_matrix():
+    q, k, v = _qkv(256, 16)
+    out, written = peak_tensor_bytes(_full, q, k, v)
+    torch.testing.assert_close(out, _full(q, k, v))
+    scores = 2 * 256 * 256 * 4  # one (2, 1, 256, 256) float32 matrix
+    assert 2 * scores <= written <= 4 * scores
+    _, fused = peak_tensor_bytes(fused_attention, q, k, v)
+    assert fused < scores / 4
+    _, again = peak_tensor_bytes(_full, q, k, v)
+    assert again == written  # deterministic
+
+
+def test_traced_operators_lists_each_operator_once_in_order():
+    q, k, v = _qkv(24, 8)
+    names = traced_operators(_full, q, k, v)
+    assert names.index("bmm") < names.index("_softmax")
+    assert len(names) == len(set(names))
+    assert traced_operators(torch.add, torch.ones(2), torch.ones(2)) == ["add"]

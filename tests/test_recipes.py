@@ -1,0 +1,72 @@
+"""The recipe: tasks by name, the course's model config, train once then load, the shell command, time to
+accuracy."""
+
+from __future__ import annotations
+
+import pytest
+
+from transformer_course.checkpoints import load_checkpoint
+from transformer_course.data import CopyTask, DateTask
+from transformer_course.recipes import load_or_train, make_task, recipe_model_config, time_to_accuracy
+from transformer_course.training import TrainConfig
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _small_config(task):
+    return recipe_model_config(task, d_model=32, d_ff=64, num_encoder_layers=1, num_decoder_layers=1)
+
+
+def test_make_task_and_the_recipe_config():
+    assert isinstance(make_task("date", seed=3), DateTask) and isinstance(make_task("copy"), CopyTask)
+    with pytest.raises(ValueError, match="task must be one of"):
+        make_task("sort")
+    task = make_task("copy")
+    config = recipe_model_config(task, d_model=32)
+    assert (config.src_vocab_size, config.tgt_vocab_size) == (len(task.src_vocab), len(task.tgt_vocab))
+    assert config.d_model == 32 and config.dropout == 0.0 and config.max_len == 64
+
+
+def test_load_or_train_trains_once_then_loads(tmp_path):
+    task = CopyTask(num_symbols=4, length=3)
+    config = TrainConfig(steps=5, batch_size=8, warmup=1)
+    path = tmp_path / "cache" / "copy.safetensors"
+    first = load_or_train(path, task, _small_config(task), config, progress=False)
+    assert path.is_file()
+    mtime = path.stat().st_mtime_ns
+    second = load_or_train(path, task, _small_config(task), config, progress=False)
+    assert path.stat().st_mtime_ns == mtime  # loaded, not retrained
+    for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()):
+        assert a.equal(b)
+    # other settings: retrain and overwrite
+    load_or_train(path, task, _small_config(task), TrainConfig(steps=6, batch_size=8, warmup=1), progress=False)
+    assert load_checkpoint(path).extra["train_config"]["steps"] == 6
+    # a corrupt file is replaced, not trusted
+    path.write_bytes(b"junk")
+    load_or_train(path, task, _small_config(task), config, progress=False)
+    assert load_checkpoint(path).extra["train_config"]["steps"] == 5
+
+
+def test_shell_entry_point_runs_the_same_training(tmp_path, capsys):
+    from transformer_course.train import main
+
+    out = tmp_path / "copy.safetensors"
+    metrics = main(
+        ["--task", "copy", "--steps", "20", "--warmup", "5", "--d-model", "32", "--d-ff", "64", "--layers", "1"]
+        + ["--eval-size", "50", "--out", str(out), "--quiet"]
+    )
+    text = capsys.readouterr().out
+    assert "held-out token accuracy" in text and "checkpoint saved" in text
+    assert set(metrics) == {"token_accuracy", "exact_match"}
+    loaded = load_checkpoint(out)
+    assert loaded.config.d_model == 32 and loaded.extra["train_config"]["steps"] == 20
+
+
+def test_time_to_accuracy_reports_misses():
+    task = make_task("copy")
+    config = recipe_model_config(task, num_encoder_layers=1, num_decoder_layers=1)
+    missed = time_to_accuracy(task, config, TrainConfig(steps=4, warmup=2, batch_size=8), target=1.0, every=2)
+    assert not missed.reached and missed.steps is None and missed.seconds is None
+    assert 0.0 <= missed.exact_match < 1.0
+    with pytest.raises(ValueError, match="target must be in"):
+        time_to_accuracy(task, config, TrainConfig(steps=4, warmup=2), target=0.0)

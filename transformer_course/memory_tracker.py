@@ -1,0 +1,80 @@
+"""Measuring what an attention computation allocates: the peak bytes of its new tensors, and the operators it runs.
+
+Both work by watching every PyTorch operator call (a ``TorchDispatchMode``), so the counts are deterministic: the
+same on every machine, unlike the process's memory. :func:`peak_tensor_bytes` shows that written-out attention
+stores n x n matrices and that blockwise or fused attention does not; :func:`traced_operators` shows which fused
+kernel PyTorch picked.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+__all__ = ["peak_tensor_bytes", "traced_operators"]
+
+
+class _TensorMemoryTracker(TorchDispatchMode):
+    """Counts the bytes of the tensors that PyTorch operators create while it is active, and their peak; also
+    records the operators' names in call order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.operators: list[str] = []
+        self.current = 0
+        self.peak = 0
+        self._bytes: dict[int, int] = {}
+        self._holders: dict[int, int] = {}
+
+    def _release(self, key: int) -> None:
+        self._holders[key] -= 1
+        if self._holders[key] == 0:
+            self.current -= self._bytes.pop(key)
+            del self._holders[key]
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.operators.append(str(func.overloadpacket.__name__))
+        inputs = {t.untyped_storage().data_ptr() for t in tree_flatten((args, kwargs))[0] if isinstance(t, Tensor)}
+        for t in tree_flatten(out)[0]:
+            if not isinstance(t, Tensor) or t.untyped_storage().nbytes() == 0:
+                continue
+            key = t.untyped_storage().data_ptr()
+            if key not in self._bytes:
+                if key in inputs:  # a view of, or an in-place result on, a tensor from before the measurement
+                    continue
+                self._bytes[key] = t.untyped_storage().nbytes()
+                self._holders[key] = 0
+                self.current += self._bytes[key]
+                self.peak = max(self.peak, self.current)
+            self._holders[key] += 1
+            weakref.finalize(t, self._release, key)
+        return out
+
+
+def peak_tensor_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, int]:
+    """Run ``fn(*args, **kwargs)`` without autograd and return (its result, the peak bytes of new tensors).
+
+    Counts every tensor that a PyTorch operator allocates during the call, while it is alive (a deterministic
+    count, the same on every machine). Not counted: tensors that existed before the call, and scratch buffers a
+    fused kernel allocates internally (small for the flash kernel: one block per thread).
+    """
+    with torch.no_grad(), _TensorMemoryTracker() as tracker:
+        result = fn(*args, **kwargs)
+    return result, tracker.peak
+
+
+def traced_operators(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[str]:
+    """The ATen operators ``fn(*args, **kwargs)`` runs (without autograd), in order of first use, without repeats.
+
+    For example, ``F.scaled_dot_product_attention`` on a CPU shows which fused kernel PyTorch picked.
+    """
+    with torch.no_grad(), _TensorMemoryTracker() as tracker:
+        fn(*args, **kwargs)
+    return list(dict.fromkeys(tracker.operators))
