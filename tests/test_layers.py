@@ -1,13 +1,23 @@
-"""layers.py: the one configurable block (BlockConfig), the residual wrapper and the feed-forward networks."""
+"""layers.py: the one configurable block (BlockConfig), the residual wrapper, the feed-forward networks (ReLU, GELU,
+SwiGLU), and the layers' parity with PyTorch's."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
+from helpers import SRC, assert_parity
 from torch import nn
 
 from transformer_course.attention import KVCache
+from transformer_course.interop import (
+    decoder_layer_from_torch,
+    decoder_layer_to_torch,
+    encoder_layer_from_torch,
+    encoder_layer_to_torch,
+)
 from transformer_course.layers import (
+    ACTIVATIONS,
     BlockConfig,
     DecoderLayer,
     EncoderLayer,
@@ -15,9 +25,10 @@ from transformer_course.layers import (
     Residual,
     SwiGLUFeedForward,
 )
-from transformer_course.masks import causal_mask
+from transformer_course.masks import causal_mask, padding_mask
 from transformer_course.modern_block import ModernDecoderBlock, llama_block_config
 from transformer_course.norms import RMSNorm
+from transformer_course.utils import count_parameters
 
 SMALL = BlockConfig(d_model=16, num_heads=4, d_ff=32, dropout=0.0)
 
@@ -50,9 +61,16 @@ def test_keywords_and_config_build_the_same_layer():
 
 @pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu"])
 def test_feed_forward_follows_activation(activation):
-    ffn = BlockConfig(d_model=8, num_heads=2, d_ff=12, activation=activation).feed_forward()
-    assert isinstance(ffn, SwiGLUFeedForward if activation == "swiglu" else FeedForward)
-    assert ffn(torch.randn(2, 3, 8)).shape == (2, 3, 8)
+    torch.manual_seed(0)
+    ffn = BlockConfig(d_model=8, num_heads=2, d_ff=12, activation=activation).feed_forward().eval()
+    x = torch.randn(2, 3, 8)
+    if activation == "swiglu":
+        assert isinstance(ffn, SwiGLUFeedForward) and ffn.d_ff == 12
+        expected = ffn.w_down(F.silu(ffn.w_gate(x)) * ffn.w_up(x))
+    else:
+        assert isinstance(ffn, FeedForward) and ffn.activation == activation
+        expected = ffn.linear2({"relu": F.relu, "gelu": F.gelu}[activation](ffn.linear1(x)))
+    torch.testing.assert_close(ffn(x), expected)
 
 
 def test_bias_false_removes_every_bias_but_the_norms():
@@ -121,3 +139,123 @@ def test_bad_config_raises_value_error(fields, match):
 def test_config_must_be_a_block_config():
     with pytest.raises(ValueError, match="config must be a BlockConfig"):
         EncoderLayer(16)
+
+
+# ---- parity with PyTorch -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_ln", "pre_ln"])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_layer_matches_torch(norm_first, activation):
+    torch.manual_seed(0)
+    ours = EncoderLayer(
+        d_model=32, num_heads=4, d_ff=64, dropout=0.1, activation=activation, norm_first=norm_first
+    ).eval()
+    theirs = encoder_layer_to_torch(ours).eval()
+    x = torch.randn(3, 6, 32)
+    mask = padding_mask(SRC, 0)
+    ref = theirs(x, src_key_padding_mask=SRC == 0)
+    out = ours(x, mask)
+    real = SRC != 0  # PyTorch's fast path may leave padded rows as anything; compare real positions
+    assert_parity(out[real], ref[real])
+    back = encoder_layer_from_torch(theirs).eval()
+    assert_parity(back(x, mask), out)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_ln", "pre_ln"])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_decoder_layer_matches_torch(norm_first, activation):
+    torch.manual_seed(0)
+    ours = DecoderLayer(
+        d_model=32, num_heads=4, d_ff=64, dropout=0.1, activation=activation, norm_first=norm_first
+    ).eval()
+    theirs = decoder_layer_to_torch(ours).eval()
+    y, memory = torch.randn(3, 5, 32), torch.randn(3, 6, 32)
+    out = ours(y, memory, causal_mask(5), padding_mask(SRC, 0))
+    ref = theirs(y, memory, tgt_mask=~causal_mask(5)[0, 0], memory_key_padding_mask=SRC == 0)
+    assert_parity(out, ref)
+    back = decoder_layer_from_torch(theirs).eval()
+    assert_parity(back(y, memory, causal_mask(5), padding_mask(SRC, 0)), out)
+
+
+# ---- SwiGLUFeedForward, and FeedForward kept its behaviour ---------------------------------------------
+
+
+def test_swiglu_equals_its_formula():
+    torch.manual_seed(0)
+    ffn = SwiGLUFeedForward(16, 40)
+    x = torch.randn(2, 5, 16)
+    gate = x @ ffn.w_gate.weight.T
+    up = x @ ffn.w_up.weight.T
+    expected = (gate * torch.sigmoid(gate) * up) @ ffn.w_down.weight.T
+    torch.testing.assert_close(ffn(x), expected)
+
+
+def test_swiglu_with_bias_and_any_leading_shape():
+    torch.manual_seed(1)
+    ffn = SwiGLUFeedForward(8, 12, bias=True)
+    assert ffn.w_gate.bias is not None and ffn.w_down.bias is not None
+    x = torch.randn(3, 4, 5, 8)
+    out = ffn(x)
+    assert out.shape == x.shape
+    expected = ffn.w_down(F.silu(ffn.w_gate(x)) * ffn.w_up(x))
+    torch.testing.assert_close(out, expected)
+
+
+def test_swiglu_is_position_wise():
+    torch.manual_seed(2)
+    ffn = SwiGLUFeedForward(8, 16)
+    x = torch.randn(2, 6, 8)
+    perm = torch.randperm(6)
+    torch.testing.assert_close(ffn(x[:, perm]), ffn(x)[:, perm])
+
+
+def test_matched_d_ff_keeps_the_parameter_count():
+    d_model = 512
+    d_ff = SwiGLUFeedForward.matched_d_ff(4 * d_model)
+    assert d_ff == 1365
+    relu = FeedForward(d_model, 4 * d_model)
+    gated = SwiGLUFeedForward(d_model, d_ff)
+    relu_weights = relu.linear1.weight.numel() + relu.linear2.weight.numel()
+    assert abs(count_parameters(gated) - relu_weights) <= 3 * d_model  # rounding of 2/3 costs at most one row
+    assert SwiGLUFeedForward.matched_d_ff(1) == 1
+
+
+def test_swiglu_dropout_only_in_training():
+    torch.manual_seed(3)
+    ffn = SwiGLUFeedForward(8, 16, dropout=0.5)
+    x = torch.randn(2, 3, 8)
+    ffn.eval()
+    torch.testing.assert_close(ffn(x), ffn(x))
+    ffn.train()
+    assert not torch.allclose(ffn(x), ffn.eval()(x))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(d_model=0, d_ff=4), "d_model must be a positive int"),
+        (dict(d_model=4, d_ff=2.5), "d_ff must be a positive int"),
+        (dict(d_model=4, d_ff=8, dropout=1.0), r"dropout must be in \[0, 1\)"),
+    ],
+)
+def test_swiglu_bad_arguments_are_rejected(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        SwiGLUFeedForward(**kwargs)
+
+
+def test_swiglu_bad_input_and_matched_d_ff_arguments():
+    with pytest.raises(ValueError, match=r"d_model=8"):
+        SwiGLUFeedForward(8, 16)(torch.randn(2, 3, 7))
+    with pytest.raises(ValueError, match="d_ff must be a positive int"):
+        SwiGLUFeedForward.matched_d_ff(0)
+
+
+def test_feed_forward_is_unchanged():
+    assert sorted(ACTIVATIONS) == ["gelu", "relu"]
+    torch.manual_seed(4)
+    ffn = FeedForward(8, 32, activation="gelu")
+    x = torch.randn(2, 3, 8)
+    torch.testing.assert_close(ffn(x), ffn.linear2(F.gelu(ffn.linear1(x))))
+    with pytest.raises(ValueError, match="activation must be one of"):
+        FeedForward(8, 32, activation="swiglu")

@@ -31,8 +31,6 @@ def test_rms_norm_equals_torch_rms_norm():
     ours = RMSNorm(24, eps=1e-6)
     with torch.no_grad():
         ours.weight.copy_(torch.randn(24))
-    if not hasattr(nn, "RMSNorm"):
-        pytest.skip("torch.nn.RMSNorm needs PyTorch >= 2.4")
     theirs = nn.RMSNorm(24, eps=1e-6)
     theirs.load_state_dict(ours.state_dict())
     torch.testing.assert_close(ours(x), theirs(x))
@@ -59,9 +57,18 @@ def test_rms_norm_module_has_one_weight_per_feature_and_keeps_shape():
 
 
 def test_gradients_flow_through_both_norms():
+    torch.manual_seed(4)
     x = torch.randn(3, 12, requires_grad=True)
-    (layer_norm(x).pow(3).sum() + RMSNorm(12)(x).pow(3).sum()).backward()
-    assert x.grad is not None and torch.isfinite(x.grad).all()
+    ours, theirs = RMSNorm(12), nn.RMSNorm(12, eps=1e-6)
+    with torch.no_grad():
+        ours.weight.copy_(torch.randn(12))
+        theirs.weight.copy_(ours.weight)
+    (layer_norm(x).pow(3).sum() + ours(x).pow(3).sum()).backward()
+    our_grad, x.grad = x.grad, None
+    (F.layer_norm(x, (12,)).pow(3).sum() + theirs(x).pow(3).sum()).backward()
+    assert torch.isfinite(our_grad).all()
+    torch.testing.assert_close(our_grad, x.grad)  # the same gradient as PyTorch's norms
+    torch.testing.assert_close(ours.weight.grad, theirs.weight.grad)
 
 
 @pytest.mark.parametrize("eps", [0, -1e-5, "tiny"])

@@ -183,7 +183,11 @@ def test_loader_accepts_the_listed_unused_tensors():
     checkpoint = _small_checkpoint()
     checkpoint["pooler.dense.weight"] = torch.zeros(16, 16)
     checkpoint["pooler.dense.bias"] = torch.zeros(16)
-    load_bert_weights(BertEncoder(SMALL), checkpoint)
+    model = load_bert_weights(BertEncoder(SMALL), checkpoint)
+    mapped = checkpoint_name_map(SMALL.num_layers)
+    for theirs, ours in mapped.items():  # every used tensor arrived; the pooler was left out, not loaded
+        assert torch.equal(model.state_dict()[ours], checkpoint[theirs]), ours
+    assert not any("pooler" in name for name in model.state_dict())
 
 
 def test_name_maps_reject_bad_arguments():

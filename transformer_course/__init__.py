@@ -2,7 +2,7 @@
 check it against this package; later notebooks import it from here."""
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .layers import DecoderLayer, EncoderLayer, FeedForward, Residual, SwiGLUFeedForward
+from .layers import BlockConfig, DecoderLayer, EncoderLayer, FeedForward, Residual, SwiGLUFeedForward
 from .masks import causal_mask, combine_masks, decoder_self_mask, padding_mask, to_torch_blocking_mask
 from .model import PRESETS, Decoder, Encoder, Transformer, TransformerConfig
 from .norms import RMSNorm
@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PRESETS",
+    "BlockConfig",
     "RMSNorm",
     "SwiGLUFeedForward",
     "Decoder",

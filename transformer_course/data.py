@@ -309,8 +309,7 @@ class CopyTask:
     def __init__(self, num_symbols: int = 10, length: int = 10) -> None:
         if not isinstance(num_symbols, int) or num_symbols < 2:
             raise ValueError(f"num_symbols must be an int >= 2, got {num_symbols!r}")
-        if not isinstance(length, int) or length < 1:
-            raise ValueError(f"length must be a positive int, got {length!r}")
+        checks.positive_int("length", length)
         self.num_symbols, self.length = num_symbols, length
         self.src_vocab = self.tgt_vocab = Vocabulary(str(i) for i in range(1, num_symbols + 1))
 

@@ -258,8 +258,7 @@ def beam_search(
     _check_model_and_src(model, src)
     if src.shape[0] != 1:
         raise ValueError(f"beam_search decodes one source at a time, got a batch of {src.shape[0]}")
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
+    checks.positive_int("beam_size", beam_size)
     _check_max_len(model, max_len)
     sequence_score(0.0, 1, alpha)  # validates alpha
     decoder = StepDecoder(model, src, use_cache, bos_id)

@@ -104,7 +104,14 @@ def _check_batch_first(module: nn.Module) -> None:
 
 
 def mha_to_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
-    """A ``nn.MultiheadAttention(batch_first=True)`` with our module's weights."""
+    """A ``nn.MultiheadAttention(batch_first=True)`` with our module's weights (plain multi-head attention only:
+    PyTorch's module has no rotary positions and as many K/V heads as query heads)."""
+    if mha.rope is not None or mha.num_kv_heads != mha.num_heads or mha.d_k * mha.num_heads != mha.d_model:
+        raise ValueError(
+            "nn.MultiheadAttention has no rope, num_kv_heads < num_heads or head_dim * num_heads != d_model; got "
+            f"rope={mha.rope is not None}, num_kv_heads={mha.num_kv_heads}, num_heads={mha.num_heads}, "
+            f"head_dim={mha.d_k}, d_model={mha.d_model}"
+        )
     bias = mha.w_q.bias is not None
     theirs = nn.MultiheadAttention(mha.d_model, mha.num_heads, dropout=mha.dropout, bias=bias, batch_first=True)
     theirs.load_state_dict(_mha_to_torch_state(mha.state_dict(), "", ""))
@@ -156,6 +163,11 @@ def _layer_to_torch(layer: EncoderLayer | DecoderLayer, torch_cls: type, names: 
 
 def _layer_from_torch(theirs: nn.Module, our_cls: type, names: dict, attention: dict) -> EncoderLayer | DecoderLayer:
     _check_batch_first(theirs)
+    if theirs.linear1.bias is None:
+        raise ValueError(
+            "the PyTorch layer was built with bias=False, which also drops its LayerNorm biases; the course's "
+            "layers keep the norms' biases (BlockConfig.bias=False removes only those of the linear maps)"
+        )
     ours = our_cls(
         d_model=theirs.self_attn.embed_dim,
         num_heads=theirs.self_attn.num_heads,
@@ -247,6 +259,16 @@ def load_torch_transformer(model: Transformer, theirs: nn.Transformer) -> Transf
     """Copy the stacks of a ``nn.Transformer`` into our ``model`` (in place; embeddings and output layer are
     left alone). The two must have the same sizes; returns ``model``."""
     _check_batch_first(theirs.encoder.layers[0])
+    layer = theirs.encoder.layers[0] if len(theirs.encoder.layers) else theirs.decoder.layers[0]
+    c = model.config
+    settings = {
+        "norm_first": (c.norm_first, layer.norm_first),
+        "activation": (c.activation, _activation_name(layer)),
+        "layer_norm_eps": (c.layer_norm_eps, layer.norm1.eps),
+    }
+    for name, (ours_value, theirs_value) in settings.items():
+        if ours_value != theirs_value:
+            raise ValueError(f"the two models differ in {name}: ours {ours_value!r}, theirs {theirs_value!r}")
     out = _stacks_state(theirs.state_dict(), len(theirs.encoder.layers), len(theirs.decoder.layers), to_torch=False)
     ours_stacks = {k: v for k, v in model.state_dict().items() if k.startswith(("encoder.", "decoder."))}
     missing = sorted(set(ours_stacks) - set(out))

@@ -10,9 +10,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from . import checks
+
 
 def _check_eps(eps: float) -> None:
-    if not isinstance(eps, (int, float)) or not eps > 0:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
         raise ValueError(f"eps must be a positive number (it keeps the division finite), got {eps!r}")
 
 
@@ -66,8 +68,7 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6) -> None:
         super().__init__()
-        if not isinstance(d_model, int) or d_model < 1:
-            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+        checks.positive_int("d_model", d_model)
         _check_eps(eps)
         self.d_model = d_model
         self.eps = eps

@@ -7,6 +7,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from . import checks
+
 
 def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> Tensor:
     """The paper's encoding: PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(pos / base^(2i/d)).
@@ -14,8 +16,7 @@ def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> Tenso
     Returns (max_len, d_model). The frequencies are computed as exp(-2i/d * log(base)), which avoids raising
     a large base to a power.
     """
-    if not isinstance(max_len, int) or max_len < 1:
-        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+    checks.positive_int("max_len", max_len)
     if not isinstance(d_model, int) or d_model < 2 or d_model % 2:
         raise ValueError(f"d_model must be a positive even int (sin/cos pairs), got {d_model!r}")
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
@@ -107,8 +108,7 @@ class TokenEmbedding(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, pad_id: int | None = None, scale: bool = True) -> None:
         super().__init__()
-        if not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+        checks.positive_int("vocab_size", vocab_size)
         if pad_id is not None and not 0 <= pad_id < vocab_size:
             raise ValueError(f"pad_id must be in [0, {vocab_size}), got {pad_id}")
         self.vocab_size = vocab_size

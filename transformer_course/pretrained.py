@@ -208,8 +208,7 @@ UNUSED_CHECKPOINT_TENSORS: dict[str, str] = {
 
 def layer_name_map(index: int) -> dict[str, str]:
     """One encoder layer's tensor names: checkpoint (``encoder.layer.{i}.…``) -> ours (``encoder.layers.{i}.…``)."""
-    if not isinstance(index, int) or index < 0:
-        raise ValueError(f"index must be a non-negative int, got {index!r}")
+    checks.non_negative_int("index", index)
     return {
         f"encoder.layer.{index}.{theirs}.{kind}": f"encoder.layers.{index}.{ours}.{kind}"
         for theirs, ours in _LAYER_NAMES.items()
@@ -219,8 +218,7 @@ def layer_name_map(index: int) -> dict[str, str]:
 
 def checkpoint_name_map(num_layers: int) -> dict[str, str]:
     """Every tensor name of a BERT checkpoint with ``num_layers`` layers -> its name in :class:`BertEncoder`."""
-    if not isinstance(num_layers, int) or num_layers < 0:
-        raise ValueError(f"num_layers must be a non-negative int, got {num_layers!r}")
+    checks.non_negative_int("num_layers", num_layers)
     names = {f"{theirs}.weight": f"{ours}.weight" for theirs, ours in _EMBEDDING_NAMES.items()}
     names.update(
         {f"{theirs}.bias": f"{ours}.bias" for theirs, ours in _EMBEDDING_NAMES.items() if "LayerNorm" in theirs}
@@ -383,8 +381,7 @@ class SentenceEncoder(nn.Module):
     @torch.inference_mode()
     def encode(self, sentences: Sequence[str], batch_size: int = 32) -> Tensor:
         """Sentences -> (n, d_model), computed in batches of ``batch_size`` without gradients."""
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        checks.positive_int("batch_size", batch_size)
         if isinstance(sentences, str) or not sentences:
             raise ValueError("sentences must be a non-empty list of strings")
         return torch.cat([self(sentences[i : i + batch_size]) for i in range(0, len(sentences), batch_size)])

@@ -22,6 +22,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from . import checks
 from .attention import MultiHeadAttention
 from .positional import LearnedPositionalEncoding
 
@@ -260,8 +261,7 @@ def scaled_recurrent_weight(hidden_size: int, scale: float, generator: torch.Gen
 
     For a linear RNN this makes ||dS_T/dS_k|| exactly scale^(T-k): below 1 it vanishes, above 1 it explodes.
     """
-    if not isinstance(hidden_size, int) or hidden_size < 1:
-        raise ValueError(f"hidden_size must be a positive int, got {hidden_size!r}")
+    checks.positive_int("hidden_size", hidden_size)
     q, r = torch.linalg.qr(torch.randn(hidden_size, hidden_size, generator=generator))
     return q * torch.sign(torch.diagonal(r)) * scale
 
@@ -276,12 +276,10 @@ def recall_batch(
     Returns tokens (batch, distance + 1) with values in [0, num_symbols) and targets (batch,). Chance level
     is 1 / num_symbols.
     """
-    if not isinstance(distance, int) or distance < 1:
-        raise ValueError(f"distance must be a positive int, got {distance!r}")
+    checks.positive_int("distance", distance)
     if not isinstance(num_symbols, int) or num_symbols < 2:
         raise ValueError(f"num_symbols must be an int >= 2, got {num_symbols!r}")
-    if not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be a positive int, got {batch!r}")
+    checks.positive_int("batch", batch)
     tokens = torch.randint(0, num_symbols, (batch, distance + 1), generator=generator)
     return tokens, tokens[:, 0].clone()
 
@@ -357,8 +355,7 @@ def train_recall(
 ) -> tuple[float, list[float]]:
     """Train ``model`` on :func:`recall_batch` for a fixed number of Adam steps; returns the accuracy on
     ``eval_size`` fresh sequences and the training loss of every step. Gradients are clipped at norm 1."""
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    checks.positive_int("steps", steps)
     g = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
@@ -387,8 +384,7 @@ def receptive_field(num_layers: int, kernel_size: int = 3, dilated: bool = False
     (WaveNet-style): 1 + (k - 1)(2^L - 1). A centred convolution splits its reach between both sides, so it
     needs about twice as many layers to reach the same distance back.
     """
-    if not isinstance(num_layers, int) or num_layers < 0:
-        raise ValueError(f"num_layers must be a non-negative int, got {num_layers!r}")
+    checks.non_negative_int("num_layers", num_layers)
     if not isinstance(kernel_size, int) or kernel_size < 2:
         raise ValueError(f"kernel_size must be an int >= 2, got {kernel_size!r}")
     growth = (2**num_layers - 1) if dilated else num_layers
@@ -400,8 +396,7 @@ def conv_layers_to_connect(n: int, kernel_size: int = 3, dilated: bool = False) 
 
     Two positions n - 1 apart need a receptive field of at least n (see :func:`receptive_field`).
     """
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    checks.positive_int("n", n)
     layers = 0
     while receptive_field(layers, kernel_size, dilated) < n:
         layers += 1

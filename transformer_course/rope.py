@@ -21,6 +21,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from . import checks
+
 
 def _check_head_dim(head_dim: int) -> None:
     if not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
@@ -119,8 +121,7 @@ class RotaryEmbedding(nn.Module):
         super().__init__()
         _check_head_dim(head_dim)
         _check_base(base)
-        if not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+        checks.positive_int("max_len", max_len)
         self.head_dim = head_dim
         self.max_len = max_len
         self.base = base
@@ -133,8 +134,7 @@ class RotaryEmbedding(nn.Module):
         """x: (..., len, head_dim) -> (..., len, head_dim), positions offset .. offset + len - 1."""
         if x.dim() < 2 or x.shape[-1] != self.head_dim:
             raise ValueError(f"x must have shape (..., len, head_dim={self.head_dim}), got {tuple(x.shape)}")
-        if not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+        checks.non_negative_int("offset", offset)
         end = offset + x.shape[-2]
         if end > self.max_len:
             raise ValueError(
@@ -153,8 +153,7 @@ def alibi_slopes(num_heads: int) -> Tensor:
     For a power of two n: 2^(-8/n), 2^(-16/n), ..., 2^(-8) (a geometric sequence). Otherwise the paper takes the
     slopes of the largest power of two p below n, then every other slope of the sequence for 2p until it has n.
     """
-    if not isinstance(num_heads, int) or num_heads < 1:
-        raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
+    checks.positive_int("num_heads", num_heads)
 
     def geometric(n: int) -> Tensor:
         return torch.pow(2.0, -8.0 * torch.arange(1, n + 1, dtype=torch.float64) / n)

@@ -9,11 +9,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import checks
+
 
 def seed_everything(seed: int = 0) -> None:
     """Seed Python, NumPy and PyTorch (CPU and CUDA) so a run can be repeated exactly."""
-    if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    checks.non_negative_int("seed", seed)
     os.environ["PYTHONHASHSEED"] = str(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)

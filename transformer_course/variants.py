@@ -128,8 +128,7 @@ def patchify(images: Tensor, patch_size: int) -> Tensor:
     ``patch_size``. Returns (batch, num_patches, channels * patch_size**2); patches are numbered row by row
     (left to right, then top to bottom), and inside a patch the values are ordered channel, row, column.
     """
-    if not isinstance(patch_size, int) or patch_size < 1:
-        raise ValueError(f"patch_size must be a positive int, got {patch_size!r}")
+    checks.positive_int("patch_size", patch_size)
     if images.dim() == 3:
         images = images[:, None]
     if images.dim() != 4:

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import checks
 from .corpus import WordVocabulary
 
 MODES = ("skipgram", "cbow")
@@ -52,8 +53,7 @@ class Word2Vec(nn.Module):
         super().__init__()
         if not isinstance(vocab_size, int) or vocab_size < 2:
             raise ValueError(f"vocab_size must be an int >= 2, got {vocab_size!r}")
-        if not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        checks.positive_int("dim", dim)
         self.vocab_size = vocab_size
         self.dim = dim
         self.input_vectors = nn.Embedding(vocab_size, dim, sparse=sparse)
@@ -181,8 +181,7 @@ def skipgram_pairs(ids: Tensor, window: int, generator: torch.Generator | None =
     One vectorised pass per offset -window..window; no loop over positions or pairs.
     """
     _check_ids(ids)
-    if not isinstance(window, int) or window < 1:
-        raise ValueError(f"window must be a positive int, got {window!r}")
+    checks.positive_int("window", window)
     n = ids.numel()
     reach = _reduced_windows(n, window, generator)  # (n,)
     position = torch.arange(n)
@@ -202,8 +201,7 @@ def cbow_windows(ids: Tensor, window: int, generator: torch.Generator | None = N
     centre's random window and inside the text), and centers (n,).
     """
     _check_ids(ids)
-    if not isinstance(window, int) or window < 1:
-        raise ValueError(f"window must be a positive int, got {window!r}")
+    checks.positive_int("window", window)
     n = ids.numel()
     offsets = torch.tensor([o for o in range(-window, window + 1) if o != 0])  # (2w,)
     other = torch.arange(n).unsqueeze(1) + offsets  # (n, 2w) positions of the context words
