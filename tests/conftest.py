@@ -17,3 +17,16 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    """Give every test the environment it started with: a test that sets a variable (``seed_everything`` sets
+    PYTHONHASHSEED) must not change what the notebooks' kernels, started later in the same run, inherit."""
+    import os
+
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -12,7 +15,9 @@ from torch import nn
 from transformer_course.utils import count_parameters, get_device, seed_everything, xavier_init_
 
 
-def test_seed_everything_repeats_random_draws():
+def test_seed_everything_repeats_random_draws(monkeypatch):
+    monkeypatch.setenv("PYTHONHASHSEED", "0")  # seed_everything sets it; restored after the test
+
     def draws():
         return torch.randn(4).tolist(), np.random.rand(3).tolist(), random.random()
 
@@ -25,6 +30,14 @@ def test_seed_everything_repeats_random_draws():
     assert all(a != b for a, b in zip(other, first))
     seed_everything(2**32 + 3)  # NumPy takes the seed modulo 2**32
     assert np.random.rand(3).tolist() == first[1]
+    assert os.environ["PYTHONHASHSEED"] == "3"  # a child Python refuses values of 2**32 and above
+
+
+def test_a_large_seed_leaves_child_pythons_able_to_start(monkeypatch):
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    seed_everything(2**40)
+    result = subprocess.run([sys.executable, "-c", "print('started')"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "started", result.stderr
 
 
 @pytest.mark.parametrize("seed", [-1, True, 1.5, "3"])

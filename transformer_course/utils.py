@@ -15,7 +15,7 @@ from . import checks
 def seed_everything(seed: int = 0) -> None:
     """Seed Python, NumPy and PyTorch (CPU and CUDA) so a run can be repeated exactly."""
     checks.non_negative_int("seed", seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed % 2**32)  # for child processes; Python accepts 0 .. 2**32 - 1 only
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)  # also seeds every CUDA device
