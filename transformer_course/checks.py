@@ -81,7 +81,7 @@ def token_ids(
 
 
 def sequence(name: str, x: Any, d_model: int) -> None:
-    """``x`` must be a float tensor (batch, len, d_model)."""
+    """``x`` must be a tensor (batch, len, d_model)."""
     if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != d_model:
         shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
         raise ValueError(f"{name} must have shape (batch, len, d_model={d_model}), got {shape}")

@@ -72,8 +72,9 @@ class ModernDecoderBlock(EncoderLayer):
         self, x: Tensor, mask: Tensor | None = None, cache: KVCache | None = None, causal: bool = True
     ) -> Tensor:
         """x: (batch, len, d_model); mask: optional extra bool mask (e.g. padding) broadcastable to (batch, heads,
-        len, len_k), ``True`` = may attend; the causal mask is always applied. cache: a :class:`KVCache` for
-        incremental decoding. Returns (batch, len, d_model)."""
+        len, len_k), ``True`` = may attend. The causal mask is always applied: ``causal`` is accepted so that a
+        stack can call this block like any EncoderLayer, and is ignored. cache: a :class:`KVCache` for incremental
+        decoding. Returns (batch, len, d_model)."""
         return super().forward(x, mask, cache=cache, causal=True)
 
 
