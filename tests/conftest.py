@@ -30,3 +30,13 @@ def _restore_environment():
     if os.environ != saved:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """The whole course site (Jupyter Book and slides), built once per test session by the project's command."""
+    from tools.build_site import build
+
+    out = tmp_path_factory.mktemp("site")
+    build(None, slides_only=False, annotate=False, out=out)
+    return out
