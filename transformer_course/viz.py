@@ -88,50 +88,92 @@ def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float]) -> No
 
 
 def draw_architecture() -> Figure:
-    """The encoder-decoder Transformer as a block diagram (Post-LN, as in the paper)."""
-    fig, ax = plt.subplots(figsize=(8.0, 7.2))
-    ax.set_xlim(0, 10)
-    ax.set_ylim(0, 11)
+    """The encoder-decoder Transformer as a block diagram (Post-LN, as in the paper's Figure 1).
+
+    Each sub-layer (attention or feed-forward) has a residual connection: the arrow that goes around it, from
+    its input to the "Add & LayerNorm" box above it, which computes LayerNorm(x + sublayer(x)).
+    """
+    fig, ax = plt.subplots(figsize=(8.8, 8.6))
+    ax.set_xlim(-0.7, 11.7)
+    ax.set_ylim(0.3, 12.2)
     ax.axis("off")
     attention, ffn, norm, embed, out = "#f7c6a3", "#a8d5ba", "#f3e79b", "#c9d7f0", "#e0c3e8"
-    # encoder (left)
-    ax.add_patch(FancyBboxPatch((0.6, 3.0), 3.6, 4.3, boxstyle="round,pad=0.1", fc="0.96", ec="0.5", ls="--"))
-    ax.text(0.45, 5.15, "N x", ha="right", va="center", fontsize=11)
-    _box(ax, 1.0, 3.3, 2.8, 0.55, "Multi-head self-attention", attention)
-    _box(ax, 1.0, 4.05, 2.8, 0.45, "Add & LayerNorm", norm)
-    _box(ax, 1.0, 4.95, 2.8, 0.55, "Feed-forward", ffn)
-    _box(ax, 1.0, 5.7, 2.8, 0.45, "Add & LayerNorm", norm)
-    ax.text(2.4, 6.55, "Encoder", ha="center", fontsize=11, weight="bold")
-    _box(ax, 1.0, 1.6, 2.8, 0.6, "Embedding x sqrt(d_model)\n+ positional encoding", embed)
-    ax.text(2.4, 0.9, "source tokens", ha="center", fontsize=10)
-    _arrow(ax, (2.4, 1.1), (2.4, 1.6))
-    _arrow(ax, (2.4, 2.2), (2.4, 3.3))
-    for y0, y1 in ((3.85, 4.05), (4.5, 4.95), (5.5, 5.7)):
-        _arrow(ax, (2.4, y0), (2.4, y1))
-    # decoder (right)
-    ax.add_patch(FancyBboxPatch((5.6, 3.0), 3.6, 5.8, boxstyle="round,pad=0.1", fc="0.96", ec="0.5", ls="--"))
-    ax.text(9.45, 5.9, "x N", ha="left", va="center", fontsize=11)
-    _box(ax, 6.0, 3.3, 2.8, 0.55, "Masked multi-head\nself-attention", attention)
-    _box(ax, 6.0, 4.05, 2.8, 0.45, "Add & LayerNorm", norm)
-    _box(ax, 6.0, 4.8, 2.8, 0.55, "Multi-head cross-attention", attention)
-    _box(ax, 6.0, 5.55, 2.8, 0.45, "Add & LayerNorm", norm)
-    _box(ax, 6.0, 6.45, 2.8, 0.55, "Feed-forward", ffn)
-    _box(ax, 6.0, 7.2, 2.8, 0.45, "Add & LayerNorm", norm)
-    ax.text(7.4, 9.05, "Decoder", ha="center", fontsize=11, weight="bold")
-    _box(ax, 6.0, 1.6, 2.8, 0.6, "Embedding x sqrt(d_model)\n+ positional encoding", embed)
-    ax.text(7.4, 0.9, "target tokens, shifted right", ha="center", fontsize=10)
-    _arrow(ax, (7.4, 1.1), (7.4, 1.6))
-    _arrow(ax, (7.4, 2.2), (7.4, 3.3))
-    for y0, y1 in ((3.85, 4.05), (4.5, 4.8), (5.35, 5.55), (6.0, 6.45), (7.0, 7.2)):
-        _arrow(ax, (7.4, y0), (7.4, y1))
-    _box(ax, 6.0, 9.5, 2.8, 0.5, "Linear + softmax", out)
-    _arrow(ax, (7.4, 7.65), (7.4, 9.5))
-    ax.text(7.4, 10.4, "next-token probabilities", ha="center", fontsize=10)
-    _arrow(ax, (7.4, 10.0), (7.4, 10.25))
-    # encoder output feeds every decoder layer's cross-attention as K and V
-    ax.plot([3.8, 4.6, 4.6], [5.92, 5.92, 5.07], color="0.25", lw=1.2)
-    _arrow(ax, (4.6, 5.07), (6.0, 5.07))
-    ax.text(5.1, 4.75, "memory\n(K, V)", fontsize=9, ha="center", va="top")
+    width, tall, short = 3.0, 0.6, 0.45  # box width, height of a sub-layer box, height of an Add & LayerNorm box
+
+    def stack(x: float, sublayers: list[tuple[str, str]], side: float) -> float:
+        """Sub-layers bottom-up from y = 3.4, each followed by Add & LayerNorm, with its residual arrow drawn
+        on the left (side < 0) or right (side > 0) of the boxes. Returns the top of the last box."""
+        middle, y = x + width / 2, 3.4
+        lane = x - 0.3 if side < 0 else x + width + 0.3  # where the residual arrows run
+        edge = x if side < 0 else x + width
+        for text, color in sublayers:
+            branch = y + 0.2  # the residual leaves the main path here, below the sub-layer
+            ax.plot([middle, lane, lane], [branch, branch, branch + 0.6 + tall + 0.4 + short / 2], color="0.25", lw=1.2)
+            ax.plot([middle], [branch], "o", color="0.25", ms=3.5)
+            _arrow(ax, (middle, y), (middle, y + 0.6))
+            _box(ax, x, y + 0.6, width, tall, text, color)
+            top = y + 0.6 + tall
+            _arrow(ax, (middle, top), (middle, top + 0.4))
+            _box(ax, x, top + 0.4, width, short, "Add & LayerNorm", norm)
+            _arrow(ax, (lane, top + 0.4 + short / 2), (edge, top + 0.4 + short / 2))
+            y = top + 0.4 + short
+        return y
+
+    # encoder (left), residual arrows on its left
+    encoder_x, decoder_x = 0.9, 7.0
+    encoder_top = stack(encoder_x, [("Multi-head self-attention", attention), ("Feed-forward", ffn)], side=-1)
+    ax.add_patch(
+        FancyBboxPatch((0.3, 3.15), 4.2, encoder_top - 2.75, boxstyle="round,pad=0.1", fc="none", ec="0.5", ls="--")
+    )
+    ax.text(0.1, (3.15 + encoder_top + 0.4) / 2, "N x", ha="right", va="center", fontsize=11)
+    ax.text(1.55, encoder_top + 0.15, "Encoder", ha="center", va="bottom", fontsize=11, weight="bold")
+    # decoder (right), residual arrows on its right
+    decoder_top = stack(
+        decoder_x,
+        [
+            ("Masked multi-head\nself-attention", attention),
+            ("Multi-head\ncross-attention", attention),
+            ("Feed-forward", ffn),
+        ],
+        side=1,
+    )
+    ax.add_patch(
+        FancyBboxPatch(
+            (decoder_x - 0.6, 3.15), 4.2, decoder_top - 2.75, boxstyle="round,pad=0.1", fc="none", ec="0.5", ls="--"
+        )
+    )
+    ax.text(decoder_x + width + 0.9, (3.15 + decoder_top + 0.4) / 2, "x N", ha="left", va="center", fontsize=11)
+    ax.text(decoder_x + 0.65, decoder_top + 0.15, "Decoder", ha="center", va="bottom", fontsize=11, weight="bold")
+    # inputs
+    for x, label in ((encoder_x, "source tokens"), (decoder_x, "target tokens, shifted right")):
+        middle = x + width / 2
+        _box(ax, x - 0.15, 1.6, width + 0.3, 0.7, "Embedding x sqrt(d_model)\n+ positional encoding", embed)
+        ax.text(middle, 0.85, label, ha="center", va="center", fontsize=10)
+        _arrow(ax, (middle, 1.05), (middle, 1.6))
+        ax.plot([middle, middle], [2.3, 3.4], color="0.25", lw=1.2)
+    # the encoder's output (memory) enters every decoder layer's cross-attention as keys and values
+    cross_y = 3.4 + 0.6 + tall + 0.4 + short + 0.6 + tall / 2  # middle of the cross-attention box
+    ax.plot(
+        [encoder_x + width, 5.1, 5.1], [encoder_top - short / 2, encoder_top - short / 2, cross_y], color="0.25", lw=1.2
+    )
+    _arrow(ax, (5.1, cross_y), (decoder_x, cross_y))
+    ax.text(5.2, cross_y - 0.12, "encoder\noutput\n(K, V)", fontsize=9, ha="left", va="top")
+    # output layer
+    middle = decoder_x + width / 2
+    _box(ax, decoder_x, decoder_top + 0.9, width, 0.5, "Linear + softmax", out)
+    _arrow(ax, (middle, decoder_top), (middle, decoder_top + 0.9))
+    _arrow(ax, (middle, decoder_top + 1.4), (middle, decoder_top + 1.8))
+    ax.text(middle, decoder_top + 1.95, "next-token probabilities", ha="center", va="bottom", fontsize=10)
+    ax.text(
+        -0.6,
+        0.35,
+        "Each arrow that goes around a sub-layer is a residual connection: Add & LayerNorm computes "
+        "LayerNorm(x + sublayer(x)).",
+        fontsize=8.5,
+        ha="left",
+        va="bottom",
+        color="0.3",
+    )
     ax.set_title("The Transformer (Vaswani et al., 2017)", fontsize=12)
     return fig
 
