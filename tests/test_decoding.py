@@ -7,7 +7,7 @@ import torch
 
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.attention import KVCache, MultiHeadAttention
-from transformer_course.data import EOS_ID, PAD_ID, Vocabulary, make_batch
+from transformer_course.data import BOS_ID, EOS_ID, PAD_ID, Vocabulary, make_batch
 from transformer_course.decoding import (
     StepDecoder,
     beam_search,
@@ -271,6 +271,42 @@ def test_sampling_is_reproducible_and_low_temperature_is_greedy(trained):
     assert torch.equal(cold.tokens, greedy.tokens)
     top1 = sample_decode(model, src, max_len=12, top_k=1, generator=torch.Generator().manual_seed(2))
     assert torch.equal(top1.tokens, greedy.tokens)
+
+
+def _tempted_by_pad_and_bos() -> Transformer:
+    """An untrained model whose output layer favours <pad> and <bos>: unbanned, sampling draws them often."""
+    model = _untrained(seed=5)
+    with torch.no_grad():
+        model.output_projection.bias[PAD_ID] = 3.0
+        model.output_projection.bias[BOS_ID] = 3.0
+    return model
+
+
+@pytest.mark.parametrize("settings", [{}, {"temperature": 3.0}, {"top_k": 3}, {"top_p": 0.9}])
+def test_sampling_never_draws_pad_or_bos_by_default(settings):
+    model = _tempted_by_pad_and_bos()
+    src = torch.randint(4, 11, (16, 6))
+    out = sample_decode(model, src, max_len=20, generator=torch.Generator().manual_seed(0), **settings)
+    produced = torch.arange(out.tokens.shape[1])[None] < out.lengths[:, None]  # each row's tokens, <eos> included
+    assert not torch.isin(out.tokens[produced], torch.tensor([PAD_ID, BOS_ID])).any()
+    # so decoding to text keeps every generated token (the <eos> aside): the lengths agree with the strings
+    vocab = Vocabulary("abcde")  # 4 special tokens + 5 = the model's 9 output ids
+    for row, length, done in zip(out.tokens, out.lengths.tolist(), out.finished.tolist()):
+        assert len(vocab.decode_tokens(row.tolist())) == length - int(done)
+
+
+def test_sampling_bans_what_it_is_told():
+    model = _tempted_by_pad_and_bos()
+    src = torch.randint(4, 11, (16, 6))
+    free = sample_decode(model, src, max_len=20, banned=(), generator=torch.Generator().manual_seed(0))
+    assert (free.tokens[:, 0] == PAD_ID).any()  # with nothing banned, the tempting tokens do get drawn
+    no_fives = sample_decode(
+        model, src, max_len=20, banned=(PAD_ID, BOS_ID, 5), generator=torch.Generator().manual_seed(0)
+    )
+    produced = torch.arange(no_fives.tokens.shape[1])[None] < no_fives.lengths[:, None]
+    assert not torch.isin(no_fives.tokens[produced], torch.tensor([PAD_ID, BOS_ID, 5])).any()
+    with pytest.raises(ValueError, match="banned"):
+        sample_decode(model, src, banned=(9,))
 
 
 def test_cross_attention_maps_shape_and_rows(trained):

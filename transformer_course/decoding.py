@@ -208,15 +208,26 @@ def sample_decode(
     bos_id: int = BOS_ID,
     eos_id: int = EOS_ID,
     pad_id: int = PAD_ID,
+    banned: Sequence[int] | None = None,
 ) -> DecodeOutput:
     """Batched sampling: each next token is drawn from :func:`next_token_probs` (temperature, top-k, top-p).
 
-    src: (batch, len_s). ``log_probs`` in the output are the model's own (unfiltered, temperature 1)
-    log-probabilities of the sampled tokens, so they are comparable with greedy's and beam search's.
+    src: (batch, len_s). ``banned`` ids are never drawn; the default ``None`` bans ``pad_id`` and ``bos_id``,
+    which are not output tokens (decoding a row to text drops them, so a sampled one would silently vanish from
+    the string); pass ``()`` to ban nothing. Banning happens before top-k, top-p and the temperature.
+    ``log_probs`` in the output are the model's own (unfiltered, temperature 1) log-probabilities of the sampled
+    tokens, so they are comparable with greedy's and beam search's.
     """
     next_token_probs(torch.zeros(2), temperature, top_k, top_p)  # validate the settings before encoding
+    banned = [pad_id, bos_id] if banned is None else list(banned)
+    vocab = model.config.tgt_vocab_size if isinstance(model, Transformer) else None
+    if vocab is not None and any(not isinstance(i, int) or not 0 <= i < vocab for i in banned):
+        raise ValueError(f"banned must hold token ids in [0, {vocab - 1}], got {banned}")
 
     def choose(logp: Tensor) -> Tensor:
+        if banned:
+            logp = logp.clone()
+            logp[:, banned] = float("-inf")  # never drawn, whatever the filters and the temperature do
         probs = next_token_probs(logp, temperature, top_k, top_p)
         return torch.multinomial(probs, 1, generator=generator)[:, 0]
 
