@@ -15,7 +15,8 @@ from .data import PAD_ID
 
 SPREADS = ("uniform", "others")
 """Where label smoothing puts its mass: on every class ("uniform", PyTorch's convention) or on the other
-classes only ("others", the Annotated Transformer's)."""
+classes only ("others", a common textbook variant). The Annotated Transformer uses neither: it gives eps / (V - 2)
+to every class but the target and the padding class, which gets 0."""
 
 
 def smoothed_targets(target: Tensor, num_classes: int, smoothing: float, spread: str = "uniform") -> Tensor:
@@ -23,8 +24,8 @@ def smoothed_targets(target: Tensor, num_classes: int, smoothing: float, spread:
 
     target: (...,) class ids. Returns (..., num_classes), each row summing to 1.
     spread="uniform" (PyTorch's ``label_smoothing``): q = (1 - eps) one_hot + eps / V, so the target gets
-    1 - eps + eps / V and every other class eps / V. spread="others" (the Annotated Transformer and the course's
-    source text): the target gets exactly 1 - eps and the other V - 1 classes share eps, eps / (V - 1) each.
+    1 - eps + eps / V and every other class eps / V. spread="others" (a common textbook variant): the target gets
+    exactly 1 - eps and the other V - 1 classes share eps, eps / (V - 1) each.
     """
     if not 0.0 <= smoothing < 1.0:
         raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
