@@ -1,8 +1,10 @@
 """Exercises of notebook 07 (feed-forward, residuals, normalisation): checkers and reference solutions.
 
-1. :func:`check_layer_norm`: LayerNorm by hand, ``layer_norm(x, gamma, beta, eps)``.
-2. :func:`check_swiglu`: the SwiGLU feed-forward network, ``swiglu(x, w_gate, w_up, w_down)``.
-3. :func:`check_pre_ln_sublayer`: one Pre-LN residual sub-layer, ``pre_ln_sublayer(x, sublayer, norm)``.
+1. :func:`check_layer_norm_channels_first`: LayerNorm of a ``(batch, d, n)`` tensor, the layout of ``nn.Conv1d``,
+   ``layer_norm_channels_first(x, gamma, beta, eps)``.
+2. :func:`check_residual_branch_init`: initialise a residual branch for its depth, ``init_(block, depth)``.
+3. :func:`check_deepnorm_sublayer`: a DeepNorm sub-layer (Post-LN with the residual path weighted by alpha) with
+   dropout, ``deepnorm_sublayer(x, sublayer, norm, dropout, alpha)``.
 """
 
 from __future__ import annotations
@@ -13,26 +15,41 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..layers import FeedForward
 from ._core import ExerciseMistake, expect, expect_close, report
 
 # ---- reference solutions -------------------------------------------------------------------------------
 
 
-def layer_norm_reference(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
-    """x: (..., d); gamma, beta: (d,). Normalise over the last dimension with the biased variance."""
-    mean = x.mean(dim=-1, keepdim=True)
-    var = x.var(dim=-1, unbiased=False, keepdim=True)
-    return (x - mean) / torch.sqrt(var + eps) * gamma + beta
+def layer_norm_channels_first_reference(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
+    """x: (batch, d, n), the features in dimension 1; gamma, beta: (d,). Each position is normalised over its d
+    features with the biased variance; the result keeps the layout (batch, d, n)."""
+    mean = x.mean(dim=1, keepdim=True)  # (batch, 1, n): one mean per position
+    var = x.var(dim=1, unbiased=False, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * gamma[:, None] + beta[:, None]
 
 
-def swiglu_reference(x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
-    """x: (..., d_model); w_gate, w_up: (d_model, d_ff); w_down: (d_ff, d_model). Returns (..., d_model)."""
-    return (F.silu(x @ w_gate) * (x @ w_up)) @ w_down
+def init_residual_branch_reference(block: FeedForward, depth: int) -> None:
+    """Re-initialise a ReLU :class:`FeedForward` in place so that Var(block(x)) / Var(x) = 1 / depth.
+
+    He init keeps the variance (2 / fan_in before the ReLU, 1 / fan_in after it); scaling the last weights by
+    1 / sqrt(depth) scales the variance by 1 / depth (GPT-2's residual scaling). Biases zero.
+    """
+    with torch.no_grad():
+        nn.init.kaiming_normal_(block.linear1.weight, nonlinearity="relu")
+        nn.init.kaiming_normal_(block.linear2.weight, nonlinearity="linear")
+        block.linear2.weight.mul_(depth**-0.5)
+        for layer in (block.linear1, block.linear2):
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
 
 
-def pre_ln_sublayer_reference(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: nn.Module) -> Tensor:
-    """x: (batch, len, d_model). Pre-LN: normalise the sub-layer's input, add its output to the untouched x."""
-    return x + sublayer(norm(x))
+def deepnorm_sublayer_reference(
+    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: nn.Module, dropout: nn.Module, alpha: float
+) -> Tensor:
+    """x: (batch, len, d_model). DeepNorm (Wang et al., 2022): norm(alpha * x + dropout(sublayer(x))). Dropout acts
+    on the sub-layer's output before the add, as in the Transformer; the residual path alpha * x is never dropped."""
+    return norm(alpha * x + dropout(sublayer(x)))
 
 
 # ---- checkers ------------------------------------------------------------------------------------------
@@ -42,89 +59,222 @@ def _close(a: object, b: Tensor) -> bool:
     return isinstance(a, Tensor) and a.shape == b.shape and torch.allclose(a.detach().double(), b.double(), atol=1e-5)
 
 
-def check_layer_norm(layer_norm: Callable[..., Tensor]) -> bool:
-    """Check ``layer_norm(x, gamma, beta, eps)`` against ``torch.nn.functional.layer_norm``."""
+def _ln_channels_first(x: Tensor, gamma: Tensor | None, beta: Tensor | None, dim: int, unbiased: bool = False):
+    """LayerNorm-like normalisation of a (batch, d, n) tensor over ``dim``, gamma and beta along dimension 1."""
+    out = (x - x.mean(dim, keepdim=True)) / torch.sqrt(x.var(dim, unbiased=unbiased, keepdim=True) + 1e-5)
+    return out if gamma is None or beta is None else out * gamma[:, None] + beta[:, None]
+
+
+def check_layer_norm_channels_first(layer_norm_channels_first: Callable[..., Tensor]) -> bool:
+    """Check ``layer_norm_channels_first(x, gamma, beta, eps)`` for x of shape (batch, d, n) against
+    ``torch.nn.functional.layer_norm`` applied over the features of each position."""
+
+    def call(x: Tensor, gamma: Tensor, beta: Tensor) -> object:
+        try:
+            return layer_norm_channels_first(x, gamma, beta, 1e-5)
+        except RuntimeError as error:
+            if "must match the size" in str(error):  # gamma (d,) broadcast against the last dimension, n
+                raise ExerciseMistake(
+                    "gamma and beta have shape (d,), and broadcasting lines them up with the LAST dimension, which "
+                    "here holds the n positions: give them shape (d, 1) (gamma[:, None]) so they follow dimension 1, "
+                    "the features, the dimension the mean and variance are taken over too"
+                ) from None
+            raise
 
     def check() -> None:
         g = torch.Generator().manual_seed(7)
-        x = torch.randn(2, 3, 8, generator=g) * 3 + 1.5
-        gamma, beta = torch.randn(8, generator=g), torch.randn(8, generator=g)
-        expected = F.layer_norm(x, (8,), gamma, beta, eps=1e-5)
-        out = layer_norm(x, gamma, beta, 1e-5)
+        d, n = 8, 5  # d != n, so that a mix-up of the two dimensions shows
+        x = torch.randn(2, d, n, generator=g) * 3 + 1.5  # (batch, d, n)
+        gamma, beta = torch.randn(d, generator=g), torch.randn(d, generator=g)
+        expected = F.layer_norm(x.transpose(1, 2), (d,), gamma, beta, eps=1e-5).transpose(1, 2)
+        out = call(x, gamma, beta)
+        if isinstance(out, Tensor) and out.shape == (2, n, d):
+            raise ExerciseMistake(
+                f"the output has shape {tuple(out.shape)}, the (batch, n, d) layout: transpose it back to (batch, d, n)"
+            )
         if isinstance(out, Tensor) and out.shape == x.shape:
-            unbiased = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5) * gamma + beta
-            if _close(out, unbiased):
+            if _close(out, _ln_channels_first(x, gamma, beta, dim=-1)):
+                raise ExerciseMistake(
+                    "you normalised each feature over the positions (the last dimension), which mixes positions "
+                    "as BatchNorm does; LayerNorm normalises each position over its d features, here dimension 1"
+                )
+            if _close(out, _ln_channels_first(x, gamma, beta, dim=1, unbiased=True)):
                 raise ExerciseMistake("you used the unbiased variance (divide by d - 1); LayerNorm divides by d")
-            mean0, var0 = x.mean(0, keepdim=True), x.var(0, unbiased=False, keepdim=True)
-            if _close(out, (x - mean0) / torch.sqrt(var0 + 1e-5) * gamma + beta):
-                raise ExerciseMistake("you normalised over the batch (dim 0); LayerNorm uses the last dimension")
-            if _close(out, (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, False, True) + 1e-5)):
+            if _close(out, _ln_channels_first(x, None, None, dim=1)):
                 raise ExerciseMistake("the result is normalised but gamma and beta were not applied")
-        expect_close(out, expected, "layer_norm(x, gamma, beta)")
+        expect_close(out, expected, "layer_norm_channels_first(x, gamma, beta)")
         # a nearly constant input: here eps matters, and it belongs inside the square root
-        small = torch.randn(4, 8, generator=g) * 1e-3
+        small = torch.randn(4, d, 3, generator=g) * 1e-3
         small_before = small.clone()
-        ones, zeros = torch.ones(8), torch.zeros(8)
-        expected_small = F.layer_norm(small, (8,), ones, zeros, eps=1e-5)
-        out_small = layer_norm(small, ones, zeros, 1e-5)
-        expect(torch.equal(small, small_before), "layer_norm must not modify its input x in place")
-        centred = small - small.mean(-1, keepdim=True)
-        outside = centred / (small.var(-1, unbiased=False, keepdim=True).sqrt() + 1e-5)
+        ones, zeros = torch.ones(d), torch.zeros(d)
+        expected_small = F.layer_norm(small.transpose(1, 2), (d,), eps=1e-5).transpose(1, 2)
+        out_small = call(small, ones, zeros)
+        expect(torch.equal(small, small_before), "layer_norm_channels_first must not modify its input x in place")
+        centred = small - small.mean(1, keepdim=True)
+        outside = centred / (small.var(1, unbiased=False, keepdim=True).sqrt() + 1e-5)
         if _close(out_small, outside) and not _close(out_small, expected_small):
             raise ExerciseMistake("eps goes inside the square root: sqrt(var + eps), not sqrt(var) + eps")
-        expect_close(out_small, expected_small, "layer_norm of an almost constant input", atol=1e-4)
+        expect_close(out_small, expected_small, "layer_norm_channels_first of an almost constant input", atol=1e-4)
 
-    return report("Exercise 1 (LayerNorm by hand)", check)
+    return report("Exercise 7.1 (LayerNorm with the features in dimension 1)", check)
 
 
-def check_swiglu(swiglu: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]) -> bool:
-    """Check ``swiglu(x, w_gate, w_up, w_down)`` = (silu(x W_gate) * (x W_up)) W_down."""
+def _branch_variance_ratio(init_: Callable[[FeedForward, int], object], depth: int, blocks: int = 32) -> float:
+    """Mean of Var(block(x)) / Var(x) over ``blocks`` blocks of width 32 initialised by ``init_(block, depth)``.
+
+    The global random state is saved and restored around the measurement (the reader's init draws from it),
+    so the checker gives the same verdict on every call and leaves the notebook's random numbers alone. The
+    blocks are tiny: one thread runs them fastest (several threads wait for each other on a busy machine).
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(depth)
+            x = torch.randn(1024, 32)
+            ratios = []
+            for _ in range(blocks):
+                block = FeedForward(32, 128)
+                init_(block, depth)
+                with torch.no_grad():
+                    out = block(x)
+                expect(
+                    isinstance(out, Tensor) and out.shape == x.shape,
+                    "the block must still map (..., 32) to (..., 32): change its weights, not its shape",
+                )
+                ratios.append((out.var() / x.var()).item())
+    finally:
+        torch.set_num_threads(threads)
+    return sum(ratios) / len(ratios)
+
+
+def check_residual_branch_init(init_residual_branch_: Callable[[FeedForward, int], object]) -> bool:
+    """Check that ``init_residual_branch_(block, depth)`` gives a FeedForward block a variance ratio of 1/depth."""
 
     def check() -> None:
-        g = torch.Generator().manual_seed(11)
-        x = torch.randn(2, 5, 6, generator=g)
-        w_gate, w_up = torch.randn(6, 10, generator=g), torch.randn(6, 10, generator=g)
-        w_down = torch.randn(10, 6, generator=g)
-        out = swiglu(x, w_gate, w_up, w_down)
-        expected = swiglu_reference(x, w_gate, w_up, w_down)
-        if isinstance(out, Tensor) and out.shape == expected.shape and not _close(out, expected):
-            if _close(out, ((x @ w_gate) * F.silu(x @ w_up)) @ w_down):
-                raise ExerciseMistake("the SiLU belongs on the gate branch (x @ w_gate), not on x @ w_up")
-            if _close(out, (torch.sigmoid(x @ w_gate) * (x @ w_up)) @ w_down):
-                raise ExerciseMistake("that is GLU with a sigmoid gate; SwiGLU uses silu(z) = z * sigmoid(z)")
-            if _close(out, F.silu(x @ w_gate) @ w_down):
-                raise ExerciseMistake("the gate must multiply the second branch (x @ w_up) element-wise")
-            if _close(out, (F.relu(x @ w_gate) * (x @ w_up)) @ w_down):
-                raise ExerciseMistake("that is ReGLU (a ReLU gate); SwiGLU uses silu")
-        expect_close(out, expected, "swiglu(x, w_gate, w_up, w_down)", atol=1e-4)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            block = FeedForward(32, 128)
+            default = [p.detach().clone() for p in block.parameters()]
+            try:
+                init_residual_branch_(block, 16)
+            except RuntimeError as error:
+                if "leaf Variable" in str(error):  # an in-place change of a weight outside torch.no_grad()
+                    raise ExerciseMistake(
+                        "PyTorch refuses to change a weight in place while it tracks gradients: "
+                        "put the changes inside `with torch.no_grad():`, as he_init_ does"
+                    ) from None
+                raise
+        expect(
+            any(not torch.equal(p, q) for p, q in zip(block.parameters(), default)),
+            "the block's weights did not change: re-initialise them in place, inside torch.no_grad()",
+        )
+        expect(
+            all(layer.bias is None or not layer.bias.any() for layer in (block.linear1, block.linear2)),
+            "set both biases to zero (nn.init.zeros_): the variance ratio then depends on the weights alone",
+        )
+        for depth in (4, 16, 64):
+            ratio = _branch_variance_ratio(init_residual_branch_, depth)
+            if 0.75 <= ratio * depth <= 1.33:
+                continue
+            if 0.75 <= ratio <= 1.33:
+                raise ExerciseMistake(
+                    f"at depth {depth} one block keeps the variance (ratio {ratio:.2f}): that is He init, which "
+                    "makes a residual stack double its variance at every block; scale it down so the ratio is 1/depth"
+                )
+            if 0.75 <= ratio * depth**2 <= 1.33:
+                raise ExerciseMistake(
+                    f"at depth {depth} the ratio is about 1/depth^2 ({ratio:.2g}): you divided the variance by depth "
+                    "twice. The variance scales with the square of the weights: scale ONE layer's weights by "
+                    "1/sqrt(depth) (not by 1/depth, and not both layers)"
+                )
+            if 0.75 <= 18 * ratio * depth <= 1.33:
+                raise ExerciseMistake(
+                    f"at depth {depth} the ratio is about 1/(18 depth) ({ratio:.2g}): the scaling is right, but it "
+                    "starts from PyTorch's default init, which already divides the variance by about 18; start "
+                    "from He init (as he_init_ does), which keeps it"
+                )
+            if 0.75 <= 2 * ratio * depth <= 1.33:
+                raise ExerciseMistake(
+                    f"at depth {depth} the ratio is about 1/(2 depth) ({ratio:.2g}): ReLU halves the mean square, "
+                    "so the layer before it needs He's variance 2/fan_in (kaiming init with nonlinearity='relu')"
+                )
+            raise ExerciseMistake(
+                f"at depth {depth} one block multiplies the variance by {ratio:.3g}; it should be 1/depth = "
+                f"{1 / depth:.3g}"
+            )
 
-    return report("Exercise 2 (SwiGLU feed-forward)", check)
+    return report("Exercise 7.2 (a residual branch scaled for its depth)", check)
 
 
-def check_pre_ln_sublayer(pre_ln_sublayer: Callable[[Tensor, Callable[[Tensor], Tensor], nn.Module], Tensor]) -> bool:
-    """Check ``pre_ln_sublayer(x, sublayer, norm)`` = x + sublayer(norm(x))."""
+class _FixedDropout(nn.Module):
+    """Stands in for ``nn.Dropout(0.5)`` in training mode with a mask that never changes, so the checker knows
+    which entries were dropped: it zeroes the same entries on every call and doubles the others."""
+
+    def __init__(self, shape: tuple[int, ...], generator: torch.Generator) -> None:
+        super().__init__()
+        self.mask = (torch.rand(shape, generator=generator) < 0.5).float() * 2.0
+
+    def forward(self, t: Tensor) -> Tensor:
+        return t * self.mask
+
+
+def check_deepnorm_sublayer(
+    deepnorm_sublayer: Callable[[Tensor, Callable[[Tensor], Tensor], nn.Module, nn.Module, float], Tensor],
+) -> bool:
+    """Check ``deepnorm_sublayer(x, sublayer, norm, dropout, alpha)`` = norm(alpha * x + dropout(sublayer(x)))."""
 
     def check() -> None:
         g = torch.Generator().manual_seed(3)
-        d = 8
+        d, alpha = 8, 2.5
         linear = nn.Linear(d, d)
         norm = nn.LayerNorm(d)
         with torch.no_grad():
             for p in (*linear.parameters(), *norm.parameters()):
                 p.copy_(torch.randn(p.shape, generator=g))
         x = torch.randn(2, 4, d, generator=g) * 2 + 1
+        drop = _FixedDropout((2, 4, d), g)
         with torch.no_grad():
-            out = pre_ln_sublayer(x, linear, norm)
-            expected = x + linear(norm(x))
+            out = deepnorm_sublayer(x, linear, norm, drop, alpha)
+            expected = norm(alpha * x + drop(linear(x)))
             if isinstance(out, Tensor) and out.shape == expected.shape and not _close(out, expected):
-                if _close(out, norm(x + linear(x))):
-                    raise ExerciseMistake("that is Post-LN, norm(x + sublayer(x)); Pre-LN normalises the input")
-                if _close(out, linear(norm(x))):
-                    raise ExerciseMistake("the residual is missing: add the untouched x to the sub-layer's output")
-                if _close(out, norm(x + linear(norm(x)))):
-                    raise ExerciseMistake("Pre-LN does not normalise the sum; the residual path stays untouched")
-                if _close(out, norm(x) + linear(norm(x))):
-                    raise ExerciseMistake("add the original x, not norm(x): the residual path bypasses the norm")
-            expect_close(out, expected, "pre_ln_sublayer(x, sublayer, norm)", atol=1e-4)
+                f, a = linear, alpha
+                mistakes = [
+                    (norm(a * x + f(x)), "dropout is missing: apply it to the sub-layer's output, before the add"),
+                    (
+                        norm(drop(a * x + f(x))),
+                        "you dropped the sum; drop only the sub-layer's output: the residual path is never dropped",
+                    ),
+                    (
+                        norm(a * drop(x) + f(x)),  # the same as drop(a * x): the fixed mask is linear
+                        "you dropped alpha * x; the residual path is never dropped, only the sub-layer's output",
+                    ),
+                    (norm(a * x + f(drop(x))), "dropout goes on the sub-layer's output, not on its input"),
+                    (
+                        drop(norm(a * x + f(x))),
+                        "you dropped the normalised output; dropout acts before the add, on the sub-layer's output",
+                    ),
+                    (
+                        norm(x + a * drop(f(x))),
+                        "alpha weights the residual path x, not the sub-layer's output: alpha * x + dropout(...)",
+                    ),
+                    (
+                        norm(x + drop(f(x))),
+                        "that is the paper's Post-LN: DeepNorm multiplies x by alpha before the add",
+                    ),
+                    (
+                        a * x + drop(f(norm(x))),
+                        "that is Pre-LN; DeepNorm is Post-LN: normalise the sum, and give the sub-layer x itself",
+                    ),
+                    (
+                        norm(a * x + drop(f(norm(x)))),
+                        "the sub-layer takes x itself; the norm acts only on the sum",
+                    ),
+                    (a * norm(x + drop(f(x))), "alpha multiplies x inside the norm, before the add, not the output"),
+                ]
+                for wrong, hint in mistakes:
+                    if _close(out, wrong):
+                        raise ExerciseMistake(hint)
+            expect_close(out, expected, "deepnorm_sublayer(x, sublayer, norm, dropout, alpha)", atol=1e-4)
 
-    return report("Exercise 3 (a Pre-LN sub-layer)", check)
+    return report("Exercise 7.3 (dropout in a DeepNorm sub-layer)", check)
