@@ -25,7 +25,19 @@ def test_reference_attention_equals_the_package_and_torch():
 def test_attention_checker_accepts_the_reference_and_the_package(capsys):
     assert ex.check_attention(ex.reference_attention)
     assert ex.check_attention(scaled_dot_product_attention)
-    assert "correct" in capsys.readouterr().out
+    assert ex.check_attention(_with_mT)
+    assert ex.check_attention(_written_out)
+    out = capsys.readouterr().out
+    assert out.count("Exercise 4.1 (attention from scratch): correct!") == 4
+
+
+def test_reference_attention_is_finite_for_scores_in_the_hundreds():
+    g = torch.Generator().manual_seed(1)
+    q, k, v = torch.randn(3, 5, 8, generator=g) * 10, torch.randn(3, 7, 8, generator=g) * 10, torch.randn(3, 7, 2)
+    out, weights = ex.reference_attention(q, k, v)
+    assert (q @ k.mT / math.sqrt(8)).amax() > 88.7  # torch.exp of such a score is inf in float32
+    assert out.isfinite().all() and weights.isfinite().all()
+    torch.testing.assert_close(weights, torch.softmax(q @ k.mT / math.sqrt(8), dim=-1))
 
 
 def test_attention_checker_says_not_attempted(capsys):
@@ -34,6 +46,31 @@ def test_attention_checker_says_not_attempted(capsys):
 
     assert not ex.check_attention(stub)
     assert "not attempted yet" in capsys.readouterr().out
+
+
+def _with_mT(q, k, v):
+    w = torch.softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1)
+    return w @ v, w
+
+
+def _k_T(q, k, v):  # right for 2-D matrices, as in the cell that used K.T
+    w = torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1)
+    return w @ v, w
+
+
+def _k_t(q, k, v):
+    w = torch.softmax(q @ k.t() / math.sqrt(q.shape[-1]), dim=-1)
+    return w @ v, w
+
+
+def _transpose_from_the_front(q, k, v):  # right for 4-D inputs only
+    w = torch.softmax(q @ k.transpose(2, 3) / math.sqrt(q.shape[-1]), dim=-1)
+    return w @ v, w
+
+
+def _softmax_dim_3(q, k, v):  # right for 4-D inputs only
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=3)
+    return w @ v, w
 
 
 def _unscaled(q, k, v):
@@ -75,6 +112,34 @@ def _output_scaled_too(q, k, v):
     return out / math.sqrt(q.shape[-1]), w
 
 
+def _exp_softmax(scores, shift):
+    exps = torch.exp(scores - shift)
+    return exps / exps.sum(dim=-1, keepdim=True)
+
+
+def _naive_exp(q, k, v):  # right for small scores; exp overflows for scores above 88.7
+    w = _exp_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), 0.0)
+    return w @ v, w
+
+
+def _global_max(q, k, v):  # one max for the whole tensor: the rows far below it underflow to 0 / 0
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    w = _exp_softmax(s, s.max())
+    return w @ v, w
+
+
+def _max_without_keepdim(q, k, v):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    w = _exp_softmax(s, s.amax(dim=-1))
+    return w @ v, w
+
+
+def _written_out(q, k, v):  # the softmax by hand, shifted by each row's max
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    w = _exp_softmax(s, s.amax(dim=-1, keepdim=True))
+    return w @ v, w
+
+
 def _wrong_transpose(q, k, v):
     w = torch.softmax(k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
     return w, w
@@ -88,16 +153,41 @@ def _wrong_transpose(q, k, v):
         (_multiplied, "you multiplied"),
         (_wrong_dim, "columns of your weights sum to 1"),
         (_no_softmax, "should sum to 1"),
-        (_only_output, "return a tuple"),
+        (_only_output, "Return a tuple"),
         (_swapped_return, "shape"),
-        (_output_scaled_too, "output (weights @ v)"),
+        (_output_scaled_too, "Output (weights @ v)"),
         (_wrong_transpose, "shape"),
+        (_k_T, "k.transpose(-2, -1)"),
+        (_k_t, "k.transpose(-2, -1)"),
+        (_transpose_from_the_front, "count the dimensions from the end"),
+        (_softmax_dim_3, "count the dimensions from the end"),
+        (_naive_exp, "Subtract each row's own largest score before exp"),
+        (_global_max, "Subtract each row's own largest score before exp"),
+        (_max_without_keepdim, "keepdim=True"),
     ],
 )
 def test_attention_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_attention(wrong)
-    out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
+    out = capsys.readouterr()
+    assert out.out.startswith("Exercise 4.1 (attention from scratch): not yet.") and hint in out.out
+    assert out.err == ""
+
+
+def test_attention_checker_explains_k_T_and_hides_the_torch_warning(capsys, recwarn):
+    assert not ex.check_attention(_k_T)
+    out = capsys.readouterr()
+    assert "Your code is right for 2-D matrices (len, d) but raised RuntimeError" in out.out
+    assert "reverse ALL the dimensions" in out.out
+    assert "size of tensor" not in out.out  # the raw PyTorch error is replaced by the hint
+    assert not [w for w in recwarn if "x.T" in str(w.message)]
+
+
+def test_attention_checker_reports_other_crashes_as_they_are(capsys):
+    def broken(q, k, v):
+        raise RuntimeError("something else")
+
+    assert not ex.check_attention(broken)
+    assert "your code raised RuntimeError: something else" in capsys.readouterr().out
 
 
 def test_reference_entropy_values():
@@ -108,7 +198,7 @@ def test_reference_entropy_values():
 
 def test_entropy_checker_accepts_the_reference(capsys):
     assert ex.check_attention_entropy(ex.reference_attention_entropy)
-    assert "correct" in capsys.readouterr().out
+    assert "Exercise 4.2 (attention entropy): correct!" in capsys.readouterr().out
 
 
 def test_entropy_checker_says_not_attempted(capsys):
@@ -135,3 +225,72 @@ def test_entropy_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_attention_entropy(wrong)
     out = capsys.readouterr().out
     assert "not yet" in out and hint in out
+
+
+def test_worked_example_matches_the_notebook_numbers():
+    weights = ex.example_weights(ex.worked_example()[1])
+    tok = ex.EXAMPLE_TOKENS.index
+    assert weights[tok("ate"), tok("apple")].item() == pytest.approx(0.346, abs=5e-4)
+    assert weights[tok("he"), tok("Ming")].item() == pytest.approx(0.749, abs=5e-4)
+    assert weights[tok("he"), tok("apple")].item() == pytest.approx(0.042, abs=5e-4)
+
+
+def test_query_edit_goals_fail_before_the_change_and_hold_after(capsys):
+    assert not ex.check_query_edit(lambda w_q: w_q)  # the unchanged W_Q does not meet the goals
+    assert "'ate' gives 0.35 of its weight to 'apple', not more than half" in capsys.readouterr().out
+    assert ex.check_query_edit(ex.reference_query_edit)
+    assert "Exercise 4.3 (redesign two queries): correct!" in capsys.readouterr().out
+    weights = ex.example_weights(ex.reference_query_edit(ex.worked_example()[1]))
+    tok = ex.EXAMPLE_TOKENS.index
+    assert weights[tok("ate"), tok("apple")] > 0.5
+    assert weights[tok("he"), tok("Ming")] == pytest.approx(weights[tok("he"), tok("apple")].item())
+
+
+def test_query_edit_says_not_attempted(capsys):
+    def stub(w_q):
+        raise NotImplementedError
+
+    assert not ex.check_query_edit(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def _edit(*entries):
+    def fn(w_q):
+        for feature, dim, value in entries:
+            w_q[ex.EXAMPLE_FEATURES.index(feature), ex.EXAMPLE_SPACE.index(dim)] = value
+        return w_q
+
+    return fn
+
+
+_ATE = ("action", "thing", 5.0)
+_HE = ("seeks person", "thing", 5.0)
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (_edit(("action", "thing", 3.0), _HE), "more than before, but not more than half"),
+        (_edit(("thing", "action", 5.0), _HE), "its query is the row 'action' of W_Q"),
+        (_edit(_ATE), "'he' gives 0.75 to 'Ming' and 0.04 to 'apple'"),
+        (_edit(_ATE, ("seeks person", "thing", 2.5)), "must seek a thing exactly as strongly as a person"),
+        (_edit(_ATE, ("seeks person", "person", 0.0)), "together not more than half"),
+        (_edit(_ATE, _HE, ("seeks thing", "thing", 0.0)), "You changed 3 entries"),
+        (lambda w_q: None, "your function returned None"),
+        (lambda w_q: w_q[:, :2], "Your W_Q has shape (6, 2)"),
+    ],
+    ids=[
+        "too-small",
+        "wrong-row",
+        "he-unchanged",
+        "he-uneven",
+        "he-uniform",
+        "three-entries",
+        "none",
+        "shape",
+    ],
+)
+def test_query_edit_checker_rejects_typical_mistakes(wrong, hint, capsys):
+    assert not ex.check_query_edit(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("Exercise 4.3 (redesign two queries): not yet.") and hint in out

@@ -6,96 +6,113 @@ import pytest
 import torch
 
 from transformer_course.exercises import bert_gpt_vit as ex
-from transformer_course.variants import corrupt_for_mlm, patchify, segment_ids
+from transformer_course.variants import patchify, segment_ids
 
 
 def _stub(*args):
     raise NotImplementedError
 
 
-# ---- exercise 1: 80/10/10 -------------------------------------------------------------------------------
+# ---- exercise 1: span corruption ------------------------------------------------------------------------
 
 
-def test_reference_mlm_corruption_equals_the_package():
-    ids, chosen, action, random_ids = ex._mlm_case(5, 3, 20)
-    for got, want in zip(
-        ex.reference_mlm_corruption(ids, chosen, action, random_ids), corrupt_for_mlm(ids, chosen, action, random_ids)
-    ):
-        torch.testing.assert_close(got, want)
+def test_reference_span_corruption_matches_the_hand_built_example():
+    """The notebook's hand-built example: spans [2, 4) and [8, 9) of a sentence."""
+    words = "parseaddr couldn't parse it use it as is and hope for the best".split()
+    dropped = [i in (2, 3, 8) for i in range(len(words))]
+    source, target = ex.reference_span_corruption(words, dropped)
+    assert " ".join(source) == "parseaddr couldn't <extra_id_0> use it as is <extra_id_1> hope for the best"
+    assert " ".join(target) == "<extra_id_0> parse it <extra_id_1> and <extra_id_2>"
+    assert ex.reference_span_corruption(["a", "b"], [False, False]) == (["a", "b"], ["<extra_id_0>"])
+    assert ex.reference_span_corruption(["a", "b"], [True, True]) == (
+        ["<extra_id_0>"],
+        ["<extra_id_0>", "a", "b", "<extra_id_1>"],
+    )
 
 
-def test_mlm_checker_accepts_the_reference_and_the_package(capsys):
-    assert ex.check_mlm_corruption(ex.reference_mlm_corruption)
-    assert ex.check_mlm_corruption(corrupt_for_mlm)
-    assert "correct" in capsys.readouterr().out
+def test_span_checker_accepts_the_reference(capsys):
+    assert ex.check_span_corruption(ex.reference_span_corruption)
+    assert ex.check_span_corruption(lambda w, d: tuple(list(x) for x in ex.reference_span_corruption(w, d)))
+    assert capsys.readouterr().out.count("Exercise 11.1 (span corruption): correct!") == 2
 
 
-def test_mlm_checker_says_not_attempted(capsys):
-    assert not ex.check_mlm_corruption(_stub)
-    assert "not attempted yet" in capsys.readouterr().out
+def test_span_checker_says_not_attempted(capsys):
+    assert not ex.check_span_corruption(_stub)
+    assert "Exercise 11.1 (span corruption): not attempted yet" in capsys.readouterr().out
 
 
-def _labels_everywhere(ids, chosen, action, random_ids, mask_id):
-    return corrupt_for_mlm(ids, chosen, action, random_ids, mask_id)[0], ids.clone()
+def _one_sentinel_per_word(words, dropped):
+    source, target = [], []
+    for word, gone in zip(words, dropped):
+        if gone:
+            marker = f"<extra_id_{sum(1 for t in target if t.startswith('<extra_id_'))}>"
+            source.append(marker)
+            target += [marker, word]
+        else:
+            source.append(word)
+    return source, target + [f"<extra_id_{sum(dropped)}>"]
 
 
-def _labels_minus_100(ids, chosen, action, random_ids, mask_id):
-    inputs, labels = corrupt_for_mlm(ids, chosen, action, random_ids, mask_id)
-    return inputs, torch.where(chosen, labels, torch.full_like(labels, -100))
+def _no_closing_sentinel(words, dropped):
+    source, target = ex.reference_span_corruption(words, dropped)
+    return source, target[:-1]
 
 
-def _labels_from_inputs(ids, chosen, action, random_ids, mask_id):
-    inputs, _ = corrupt_for_mlm(ids, chosen, action, random_ids, mask_id)
-    return inputs, torch.where(chosen, inputs, torch.zeros_like(ids))
+def _same_sentinel(words, dropped):
+    source, target = ex.reference_span_corruption(words, dropped)
+    return (
+        ["<extra_id_0>" if w.startswith("<extra_id_") else w for w in source],
+        ["<extra_id_0>" if w.startswith("<extra_id_") else w for w in target],
+    )
 
 
-def _all_masked(ids, chosen, action, random_ids, mask_id):
-    return torch.where(chosen, torch.full_like(ids, mask_id), ids), torch.where(chosen, ids, torch.zeros_like(ids))
+def _target_without_sentinels(words, dropped):
+    source, target = ex.reference_span_corruption(words, dropped)
+    return source, [w for w, d in zip(words, dropped) if d] + [target[-1]]
 
 
-def _swapped_bands(ids, chosen, action, random_ids, mask_id):
-    inputs = torch.where(chosen & (action < 0.8), torch.full_like(ids, mask_id), ids)
-    inputs = torch.where(chosen & (action >= 0.9), random_ids, inputs)
-    return inputs, torch.where(chosen, ids, torch.zeros_like(ids))
+def _keeps_dropped_words(words, dropped):
+    source, target = ex.reference_span_corruption(words, dropped)
+    kept = []
+    for i, (word, gone) in enumerate(zip(words, dropped)):
+        if gone and (i == 0 or not dropped[i - 1]):
+            kept.append(f"<extra_id_{sum(1 for w in kept if w.startswith('<extra_id_'))}>")
+        kept.append(word)
+    return kept, target
 
 
-def _ignores_chosen(ids, chosen, action, random_ids, mask_id):
-    inputs = ids.clone()
-    inputs[action < 0.8] = mask_id
-    band = (action >= 0.8) & (action < 0.9)
-    inputs[band] = random_ids[band]
-    return inputs, torch.where(chosen, ids, torch.zeros_like(ids))
+def _numbered_from_one(words, dropped):
+    source, target = ex.reference_span_corruption(words, dropped)
+
+    def shift(w):
+        return f"<extra_id_{int(w[10:-1]) + 1}>" if w.startswith("<extra_id_") else w
+
+    return [shift(w) for w in source], [shift(w) for w in target]
 
 
-def _in_place(ids, chosen, action, random_ids, mask_id):  # correct, even though it overwrites its input
-    labels = torch.where(chosen, ids, torch.zeros_like(ids))
-    ids[chosen & (action < 0.8)] = mask_id
-    band = chosen & (action >= 0.8) & (action < 0.9)
-    ids[band] = random_ids[band]
-    return ids, labels
+def _extra_sentinel_first(words, dropped):
+    source, target = ex.reference_span_corruption(words, dropped)
+    return source, ["<extra_id_0>", *target]
 
 
 @pytest.mark.parametrize(
     "wrong,hint",
     [
-        (_labels_everywhere, "only the chosen positions get a label"),
-        (_labels_minus_100, "not -100"),
-        (_labels_from_inputs, "ORIGINAL ids"),
-        (_all_masked, "replaced every chosen token by [MASK]"),
-        (_swapped_bands, "bands are swapped"),
-        (_ignores_chosen, "NOT chosen must never change"),
-        (lambda *a: corrupt_for_mlm(*a)[0], "return a tuple (inputs, labels)"),
-        (lambda ids, *a: (ids[:, 1:], ids[:, 1:]), "has shape"),
+        (_one_sentinel_per_word, "share one sentinel"),
+        (_no_closing_sentinel, "one more sentinel after the last span"),
+        (_same_sentinel, "number the sentinels in order"),
+        (_numbered_from_one, "the first sentinel is <extra_id_0>"),
+        (_target_without_sentinels, "each span in the target starts with its sentinel"),
+        (_keeps_dropped_words, "lose the dropped ones"),
+        (lambda w, d: ex.reference_span_corruption(w, d)[0], "Return a tuple (input words, target words)"),
+        (lambda w, d: (w, w), "lose the dropped ones; got return the number"),
+        (_extra_sentinel_first, "expected input"),
     ],
 )
-def test_mlm_checker_rejects_typical_mistakes(wrong, hint, capsys):
-    assert not ex.check_mlm_corruption(wrong)
+def test_span_checker_rejects_typical_mistakes(wrong, hint, capsys):
+    assert not ex.check_span_corruption(wrong)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
-
-
-def test_mlm_checker_accepts_an_in_place_solution():
-    assert ex.check_mlm_corruption(_in_place)
+    assert "Exercise 11.1 (span corruption): not yet" in out and hint in out, out
 
 
 # ---- exercise 2: segment ids ----------------------------------------------------------------------------
@@ -109,7 +126,7 @@ def test_reference_segment_ids_equals_the_package():
 def test_segment_checker_accepts_the_reference_and_the_package(capsys):
     assert ex.check_segment_ids(ex.reference_segment_ids)
     assert ex.check_segment_ids(segment_ids)
-    assert "correct" in capsys.readouterr().out
+    assert capsys.readouterr().out.count("Exercise 11.2 (segment ids): correct!") == 2
 
 
 def test_segment_checker_says_not_attempted(capsys):
@@ -160,7 +177,7 @@ def test_reference_patchify_equals_the_package():
 def test_patchify_checker_accepts_the_reference_and_the_package(capsys):
     assert ex.check_patchify(ex.reference_patchify)
     assert ex.check_patchify(patchify)
-    assert "correct" in capsys.readouterr().out
+    assert capsys.readouterr().out.count("Exercise 11.3 (patchify): correct!") == 2
 
 
 def test_patchify_checker_says_not_attempted(capsys):

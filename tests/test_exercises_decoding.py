@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
+from transformer_course.attention import KVCache, MultiHeadAttention
 from transformer_course.decoding import filter_logits
 from transformer_course.exercises import decoding as ex
 
@@ -26,14 +29,17 @@ def test_checkers_accept_the_references_and_the_package(capsys):
     assert ex.check_top_k(lambda logits, k: filter_logits(logits, top_k=k))
     assert ex.check_top_p(ex.reference_top_p)
     assert ex.check_top_p(lambda logits, p: filter_logits(logits, top_p=p))
-    assert ex.check_greedy_step(ex.reference_greedy_step)
-    assert capsys.readouterr().out.count("correct") == 5
+    assert ex.check_cached_attention(ex.reference_cached_attention)
+    out = capsys.readouterr().out
+    assert out.count("correct") == 5
+    for k in (1, 2, 3):
+        assert f"Exercise 10.{k} (" in out
 
 
 def test_checkers_say_not_attempted(capsys):
     assert not ex.check_top_k(_stub)
     assert not ex.check_top_p(_stub)
-    assert not ex.check_greedy_step(_stub)
+    assert not ex.check_cached_attention(_stub)
     assert capsys.readouterr().out.count("not attempted yet") == 3
 
 
@@ -52,15 +58,26 @@ def _zeroed(logits, k):
     return ex.reference_top_k(logits, k).nan_to_num(neginf=0.0)
 
 
+def _very_negative(logits, k):
+    return ex.reference_top_k(logits, k).nan_to_num(neginf=-1e9)
+
+
 def _softmaxed(logits, k):
     return ex.reference_top_k(logits, k).softmax(-1).log()
 
 
+def _no_keepdim(logits, k):
+    """Compares each row with a (rows,) threshold: broadcasting fails (or, for a square input, compares wrongly)."""
+    return logits.masked_fill(logits < logits.topk(k, dim=-1).values[..., -1], float("-inf"))
+
+
 def test_top_k_checker_rejects_typical_mistakes(capsys):
     for wrong, hint in [
+        (_no_keepdim, "values[..., -1:] rather than values[..., -1]"),
         (_k_minus_one, "keep the k largest"),
         (_smallest, "least likely"),
-        (_zeroed, "expected"),
+        (_zeroed, "set them to float('-inf'), not 0"),
+        (_very_negative, "large negative number"),
         (_softmaxed, "unchanged"),
         (lambda logits, k: logits[..., :k], "shape"),
     ]:
@@ -87,32 +104,113 @@ def _top_k_instead(logits, p):
     return ex.reference_top_k(logits, 2)
 
 
+def _sorted_order(logits, p):
+    """Keeps the right nucleus but returns the logits in sorted order."""
+    sorted_logits = logits.sort(dim=-1, descending=True).values
+    probs = sorted_logits.softmax(-1)
+    return sorted_logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
+
+
+def _gather_back(logits, p):
+    """Builds the mask on the sorted row, then uses gather (not scatter) to bring it back to vocabulary order."""
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(-1)
+    return logits.masked_fill((probs.cumsum(-1) - probs >= p).gather(-1, order), float("-inf"))
+
+
 def test_top_p_checker_rejects_typical_mistakes(capsys):
-    for wrong, hint in [(_strict_p, "no token"), (_unsorted_p, "tokens per row"), (_top_k_instead, "tokens per row")]:
+    for wrong, hint in [
+        (_sorted_order, "returned in sorted order"),
+        (_gather_back, "must go back to vocabulary order"),
+        (_strict_p, "no token"),
+        (_unsorted_p, "tokens per row"),
+        (_top_k_instead, "tokens per row"),
+        (lambda logits, p: ex.reference_top_p(logits, p).nan_to_num(neginf=0.0), "not 0"),
+    ]:
         assert not ex.check_top_p(wrong), wrong.__name__
         assert hint in capsys.readouterr().out, wrong.__name__
 
 
-def _ignores_finished(logits, finished, eos_id, pad_id):
-    tokens = logits.argmax(-1)
-    return tokens, finished | (tokens == eos_id)
+def test_cached_attention_reference_equals_the_package_cache():
+    """The reference step, run position by position, equals the package's MultiHeadAttention, with a causal mask
+    over the whole sequence and with its own KVCache one position at a time."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(12, 3).eval()
+    x = torch.randn(2, 5, 12)
+    full = mha(x, mask=torch.ones(5, 5, dtype=torch.bool).tril())
+    package_cache = KVCache()
+    torch.testing.assert_close(torch.cat([mha(x[:, t : t + 1], cache=package_cache) for t in range(5)], 1), full)
+    q, k, v = mha.split_heads(mha.w_q(x)), mha.split_heads(mha.w_k(x)), mha.split_heads(mha.w_v(x))
+    cache = (torch.zeros(2, 3, 0, 4), torch.zeros(2, 3, 0, 4))
+    steps = []
+    for t in range(5):
+        out, cache = ex.reference_cached_attention(q[:, :, t : t + 1], k[:, :, t : t + 1], v[:, :, t : t + 1], cache)
+        steps.append(out)
+    torch.testing.assert_close(mha.w_o(mha.merge_heads(torch.cat(steps, dim=2))), full, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(cache[0], package_cache.k)
 
 
-def _forgets_old(logits, finished, eos_id, pad_id):
-    tokens = logits.argmax(-1).masked_fill(finished, pad_id)
-    return tokens, tokens == eos_id
+def _attend(q, keys, values, scale=True, dim=-1):
+    scores = q @ keys.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+    return scores.softmax(dim=dim) @ values
 
 
-def _never_finishes(logits, finished, eos_id, pad_id):
-    return logits.argmax(-1).masked_fill(finished, pad_id), finished
+def _forgets_to_append(q, k, v, cache):
+    return _attend(q, *cache).nan_to_num(0.0), cache
 
 
-def test_greedy_step_checker_rejects_typical_mistakes(capsys):
+def _attends_then_appends(q, k, v, cache):
+    out = _attend(q, *cache).nan_to_num(0.0)  # the newest position does not see itself
+    return out, (torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2))
+
+
+def _wrong_dim(dim):
+    def fn(q, k, v, cache):
+        keys, values = torch.cat([cache[0], k], dim=dim), torch.cat([cache[1], v], dim=dim)
+        return _attend(q, keys, values), (keys, values)
+
+    return fn
+
+
+def _unscaled(q, k, v, cache):
+    keys, values = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    return _attend(q, keys, values, scale=False), (keys, values)
+
+
+def _softmax_over_query(q, k, v, cache):
+    keys, values = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    return _attend(q, keys, values, dim=-2), (keys, values)
+
+
+def _only_newest(q, k, v, cache):
+    return _attend(q, k, v), (k, v)
+
+
+def _new_first(q, k, v, cache):
+    keys, values = torch.cat([k, cache[0]], dim=2), torch.cat([v, cache[1]], dim=2)
+    return _attend(q, keys, values), (keys, values)
+
+
+def test_cached_attention_checker_rejects_typical_mistakes(capsys):
     for wrong, hint in [
-        (_ignores_finished, "<pad>"),
-        (_forgets_old, "stays finished"),
-        (_never_finishes, "mark it finished"),
-        (lambda logits, finished, e, p: logits.argmax(-1), "tuple"),
+        (_forgets_to_append, "append the new key"),
+        (_attends_then_appends, "attends to itself too"),
+        (_wrong_dim(-1), "concatenated along dimension 3"),
+        (_wrong_dim(1), "concatenated along dimension 1"),
+        (_unscaled, "sqrt(d_k)"),
+        (_softmax_over_query, "softmax over the keys"),
+        (_only_newest, "only the newest position"),
+        (_new_first, "old ones first"),
+        (lambda q, k, v, cache: q, "Return (output, (keys, values))"),
     ]:
-        assert not ex.check_greedy_step(wrong), wrong
-        assert hint in capsys.readouterr().out, wrong
+        assert not ex.check_cached_attention(wrong), wrong
+        out = capsys.readouterr().out
+        assert "Exercise 10.3" in out and "not yet" in out and hint in out, (wrong, out)
+
+
+def test_cached_attention_checker_reports_other_crashes(capsys):
+    def crashes(q, k, v, cache):
+        raise RuntimeError("something else")
+
+    assert not ex.check_cached_attention(crashes)
+    assert "your code raised RuntimeError: something else" in capsys.readouterr().out

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
-from transformer_course.efficient_attention import blockwise_attention, longformer_mask, positive_random_features
+from transformer_course.efficient_attention import (
+    blockwise_attention,
+    longformer_mask,
+    orthogonal_random_features,
+    performer_attention,
+    positive_random_features,
+)
 from transformer_course.exercises import efficient_attention as ex
 
 
@@ -145,44 +149,99 @@ def test_merge_checker_rejects_typical_mistakes(wrong, hint, capsys):
 
 
 # ----------------------------------------------------------------------------------------------- exercise 3
-def test_reference_features_match_the_package_up_to_its_shift():
-    torch.manual_seed(1)
-    x, omega = torch.randn(2, 6, 4) * 0.5, torch.randn(10, 4)
-    ours, package = ex.reference_positive_features(x, omega), positive_random_features(x, omega, is_query=True)
-    ratio = ours / package  # the package divides each row by a constant (its largest entry)
-    torch.testing.assert_close(ratio, ratio[..., :1].expand_as(ratio))
+def _features(n=9, m=6, d=4, seed=5):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(n, m, generator=g) + 0.1, torch.rand(n, m, generator=g) + 0.1, torch.randn(n, d, generator=g)
 
 
-def test_feature_checker_accepts_the_reference(capsys):
-    assert ex.check_positive_features(ex.reference_positive_features)
-    assert "correct" in capsys.readouterr().out
+def _run_steps(step, phi_q, phi_k, v):
+    s, z = torch.zeros(phi_k.shape[1], v.shape[1]), torch.zeros(phi_k.shape[1])
+    outputs = []
+    for i in range(len(v)):
+        s, z, out = step(s, z, phi_q[i], phi_k[i], v[i])
+        outputs.append(out)
+    return torch.stack(outputs), s, z
 
 
-def test_feature_checker_says_not_attempted(capsys):
-    assert not ex.check_positive_features(_stub)
+def test_reference_steps_equal_the_masked_quadratic_form_and_the_package():
+    phi_q, phi_k, v = _features()
+    steps, s, z = _run_steps(ex.reference_linear_attention_step, phi_q, phi_k, v)
+    torch.testing.assert_close(steps, ex.causal_kernel_attention(phi_q, phi_k, v))
+    torch.testing.assert_close(s, phi_k.T @ v)  # the state after the last token: sum of phi(k_j) v_j^T
+    torch.testing.assert_close(z, phi_k.sum(0))
+
+
+def test_reference_steps_equal_the_causal_performer():
+    """With Performer's features, the recurrence gives the package's causal Performer (prefix sums)."""
+    gen = torch.Generator().manual_seed(2)
+    q, k, v = torch.randn(3, 1, 1, 10, 8, generator=gen).unbind(0)
+    omega = orthogonal_random_features(16, 8, torch.Generator().manual_seed(3))
+    scale = 8**-0.25
+    phi_q = positive_random_features(q * scale, omega, is_query=True)[0, 0]
+    phi_k = positive_random_features(k * scale, omega, is_query=False)[0, 0]
+    steps, _, _ = _run_steps(ex.reference_linear_attention_step, phi_q, phi_k, v[0, 0])
+    torch.testing.assert_close(steps, performer_attention(q, k, v, omega, causal=True)[0, 0])
+
+
+def test_step_checker_accepts_the_reference(capsys):
+    assert ex.check_linear_attention_step(ex.reference_linear_attention_step)
+    assert "Exercise 13.3 (linear attention as a recurrence): correct" in capsys.readouterr().out
+
+
+def test_step_checker_says_not_attempted(capsys):
+    assert not ex.check_linear_attention_step(_stub)
     assert "not attempted yet" in capsys.readouterr().out
+
+
+def _read_before_update(s, z, phi_q, phi_k, v):
+    out = (phi_q @ s) / (phi_q @ z)
+    return s + torch.outer(phi_k, v), z + phi_k, out
+
+
+def _state_not_returned(s, z, phi_q, phi_k, v):
+    new_s, new_z = s + torch.outer(phi_k, v), z + phi_k
+    return s, z, (phi_q @ new_s) / (phi_q @ new_z)
+
+
+def _unnormalised(s, z, phi_q, phi_k, v):
+    s, z = s + torch.outer(phi_k, v), z + phi_k
+    return s, z, phi_q @ s
+
+
+def _scalar_normaliser(s, z, phi_q, phi_k, v):
+    s = s + torch.outer(phi_k, v)
+    return s, phi_q @ phi_k, (phi_q @ s) / (phi_q @ phi_k)
+
+
+def _epsilon_in_the_denominator(s, z, phi_q, phi_k, v):
+    s, z = s + torch.outer(phi_k, v), z + phi_k
+    return s, z, (phi_q @ s) / (phi_q @ z + 1.0)
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
-        (lambda x, w: torch.exp(x @ w.T) / math.sqrt(w.shape[0]), "exp(-|x|^2 / 2)"),
-        (lambda x, w: torch.exp(x @ w.T - x.pow(2).sum(-1, keepdim=True) / 2), "divide by sqrt(m)"),
-        (lambda x, w: torch.exp(x @ w.T - x.pow(2).sum(-1, keepdim=True) / 2) / w.shape[0], "not m"),
-        (
-            lambda x, w: torch.exp(x @ w.T - x.pow(2).mean(-1, keepdim=True) / 2) / math.sqrt(w.shape[0]),
-            "summed over d",
-        ),
-        (lambda x, w: torch.cat([torch.sin(x @ w.T), torch.cos(x @ w.T)], -1), "shape"),
-        (lambda x, w: ex.reference_positive_features(x, w) * 1.1, "differs from the expected values"),
+        (_read_before_update, "leaves out token i itself"),
+        (_state_not_returned, "never carried over"),
+        (_unnormalised, "not normalised"),
+        (_scalar_normaliser, "the state z after token 0 has shape ()"),
+        (_epsilon_in_the_denominator, "differs from the expected values"),
+        (lambda s, z, q, k, v: ex.reference_linear_attention_step(s, z, q, k, v)[2], "three tensors"),
     ],
 )
-def test_feature_checker_rejects_typical_mistakes(wrong, hint, capsys):
-    assert not ex.check_positive_features(wrong)
+def test_step_checker_rejects_typical_mistakes(wrong, hint, capsys):
+    assert not ex.check_linear_attention_step(wrong)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
+    assert "Exercise 13.3" in out and "not yet" in out and hint in out
 
 
-def test_feature_checker_reports_a_crash(capsys):
-    assert not ex.check_positive_features(lambda x, w: x @ w)
+def test_step_checker_reports_a_crash(capsys):
+    assert not ex.check_linear_attention_step(lambda s, z, q, k, v: (s, z, q @ v))
     assert "your code raised RuntimeError" in capsys.readouterr().out
+
+
+def test_labels_carry_the_notebook_number(capsys):
+    ex.check_longformer_mask(_stub)
+    ex.check_online_softmax_merge(_stub)
+    out = capsys.readouterr().out
+    assert "Exercise 13.1 (Longformer mask)" in out and "Exercise 13.2 (online softmax merge)" in out

@@ -17,14 +17,15 @@ def test_references_agree_with_the_package():
     torch.testing.assert_close(
         ex.reference_cosine_matrix(vectors), F.cosine_similarity(vectors[:, None], vectors[None], dim=-1)
     )
-    model = Word2Vec(10, 4, generator=g)
+    model = Word2Vec(10, 4, sparse=False, generator=g)
     with torch.no_grad():
         model.output_vectors.weight.normal_(generator=g)
     centers, contexts, negatives = torch.tensor([1, 2]), torch.tensor([3, 4]), torch.tensor([[5, 6], [7, 8]])
-    v, u = model.input_vectors.weight, model.output_vectors.weight
+    model.skipgram_loss(centers, contexts, negatives).sum().backward()  # centres 1 and 2 differ: one row each
+    v, u = model.input_vectors.weight.detach(), model.output_vectors.weight.detach()
     torch.testing.assert_close(
-        ex.reference_sgns_loss(v[centers], u[contexts], u[negatives]),
-        model.skipgram_loss(centers, contexts, negatives).mean(),
+        ex.reference_sgns_center_gradient(v[centers], u[contexts], u[negatives]),
+        model.input_vectors.weight.grad[centers],
     )
     vectors, words = ex._nearest_case()
     vocab = WordVocabulary([w for w in words for _ in range(2)], min_count=2)
@@ -37,7 +38,7 @@ def test_references_agree_with_the_package():
     ("checker", "reference"),
     [
         (ex.check_cosine_matrix, ex.reference_cosine_matrix),
-        (ex.check_sgns_loss, ex.reference_sgns_loss),
+        (ex.check_sgns_center_gradient, ex.reference_sgns_center_gradient),
         (ex.check_nearest_words, ex.reference_nearest_words),
     ],
 )
@@ -71,31 +72,68 @@ def test_cosine_checker_rejects_typical_mistakes(name, capsys):
     assert "not yet" in capsys.readouterr().out
 
 
-def _pos(v, u_o):
-    return (u_o * v).sum(-1)
+def _parts(v, u_o, u_n):
+    """The two terms of the right gradient, and the scores they come from."""
+    pos = (u_o * v).sum(-1, keepdim=True)  # (batch, 1)
+    neg = u_n @ v.unsqueeze(-1)  # (batch, k, 1)
+    return pos, neg, (torch.sigmoid(pos) - 1) * u_o, (torch.sigmoid(neg) * u_n).sum(1)
 
 
-def _neg(v, u_n):
-    return (u_n @ v.unsqueeze(-1)).squeeze(-1)
+def _autograd(v, u_o, u_n):
+    v = v.clone().requires_grad_(True)
+    pos, neg = (u_o * v).sum(-1), (u_n @ v.unsqueeze(-1)).squeeze(-1)
+    (-F.logsigmoid(pos) - F.logsigmoid(-neg).sum(-1)).sum().backward()
+    return v.grad
 
 
-SGNS_MISTAKES = {
-    "summed over batch": lambda v, u_o, u_n: (-F.logsigmoid(_pos(v, u_o)) - F.logsigmoid(-_neg(v, u_n)).sum(-1)).sum(),
-    "sign of negatives": lambda v, u_o, u_n: (-F.logsigmoid(_pos(v, u_o)) - F.logsigmoid(_neg(v, u_n)).sum(-1)).mean(),
-    "mean over negatives": lambda v, u_o, u_n: (
-        -F.logsigmoid(_pos(v, u_o)) - F.logsigmoid(-_neg(v, u_n)).mean(-1)
-    ).mean(),
-    "no log": lambda v, u_o, u_n: (-torch.sigmoid(_pos(v, u_o)) - torch.sigmoid(-_neg(v, u_n)).sum(-1)).mean(),
-    "likelihood": lambda v, u_o, u_n: (F.logsigmoid(_pos(v, u_o)) + F.logsigmoid(-_neg(v, u_n)).sum(-1)).mean(),
-    "per pair": lambda v, u_o, u_n: -F.logsigmoid(_pos(v, u_o)) - F.logsigmoid(-_neg(v, u_n)).sum(-1),
-    "no negatives": lambda v, u_o, u_n: (-F.logsigmoid(_pos(v, u_o))).mean(),
+def test_gradient_checker_accepts_autograd(capsys):
+    assert ex.check_sgns_center_gradient(_autograd)
+    assert "correct" in capsys.readouterr().out
+
+
+def _sign_of_context(v, u_o, u_n):
+    pos, _, _, away = _parts(v, u_o, u_n)
+    return (1 - torch.sigmoid(pos)) * u_o + away
+
+
+def _noise_like_context(v, u_o, u_n):
+    _, neg, towards, _ = _parts(v, u_o, u_n)
+    return towards + ((torch.sigmoid(neg) - 1) * u_n).sum(1)
+
+
+def _sigmoid_of_minus(v, u_o, u_n):
+    _, neg, towards, _ = _parts(v, u_o, u_n)
+    return towards - (torch.sigmoid(-neg) * u_n).sum(1)
+
+
+def _no_noise(v, u_o, u_n):
+    return _parts(v, u_o, u_n)[2]
+
+
+def _mean_over_noise(v, u_o, u_n):
+    _, neg, towards, _ = _parts(v, u_o, u_n)
+    return towards + (torch.sigmoid(neg) * u_n).mean(1)
+
+
+GRADIENT_MISTAKES = {
+    "sign of the context term": (_sign_of_context, "wrong sign"),
+    "noise treated like context": (_noise_like_context, "not sigmoid(s) - 1 = -sigmoid(-s)"),
+    "sigmoid(-s) for noise": (_sigmoid_of_minus, "not sigmoid(s) - 1 = -sigmoid(-s)"),
+    "no noise words": (_no_noise, "Add the noise words"),
+    "mean over noise words": (_mean_over_noise, "do not average"),
+    "gradient of the batch mean": (lambda v, u_o, u_n: _autograd(v, u_o, u_n) / v.shape[0], "batch mean"),
+    "update direction": (lambda v, u_o, u_n: -_autograd(v, u_o, u_n), "flipped everywhere"),
+    "one row only": (lambda v, u_o, u_n: _autograd(v, u_o, u_n).sum(0), "shape"),
+    "a list": (lambda v, u_o, u_n: _autograd(v, u_o, u_n).tolist(), "torch.Tensor"),
 }
 
 
-@pytest.mark.parametrize("name", list(SGNS_MISTAKES))
-def test_sgns_checker_rejects_typical_mistakes(name, capsys):
-    assert not ex.check_sgns_loss(SGNS_MISTAKES[name])
-    assert "not yet" in capsys.readouterr().out
+@pytest.mark.parametrize("name", list(GRADIENT_MISTAKES))
+def test_gradient_checker_rejects_typical_mistakes_with_their_hint(name, capsys):
+    wrong, hint = GRADIENT_MISTAKES[name]
+    assert not ex.check_sgns_center_gradient(wrong)
+    out = capsys.readouterr().out
+    assert "Exercise 2.2 (the gradient for the centre word): not yet" in out and hint in out
 
 
 def _by_dot(vectors, words, query, k):
@@ -140,13 +178,11 @@ def test_nearest_checker_rejects_typical_mistakes(name, capsys):
     assert "not yet" in capsys.readouterr().out
 
 
-def test_feedback_names_the_mistake(capsys):
+def test_feedback_names_the_mistake_and_the_exercise(capsys):
     ex.check_cosine_matrix(COSINE_MISTAKES["dot products"])
-    assert "dot products" in capsys.readouterr().out
-    ex.check_sgns_loss(SGNS_MISTAKES["sign of negatives"])
-    assert "minus sign" in capsys.readouterr().out
+    assert "Exercise 2.1 (cosine similarity matrix): not yet. These are dot products" in capsys.readouterr().out
     ex.check_nearest_words(_by_dot)
-    assert "cosine" in capsys.readouterr().out
+    assert "Exercise 2.3 (nearest neighbours): not yet. Rank by cosine" in capsys.readouterr().out
     ex.check_nearest_words(_with_self)
     assert "leave the query word out" in capsys.readouterr().out
     ex.check_nearest_words(_ascending)

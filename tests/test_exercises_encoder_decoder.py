@@ -10,7 +10,7 @@ from transformer_course.exercises import encoder_decoder as ex
 
 def test_shift_right_checker(capsys):
     assert ex.check_shift_right(ex.shift_right_reference)
-    assert "correct" in capsys.readouterr().out
+    assert "Exercise 8.1 (shift the target right): correct" in capsys.readouterr().out
 
     def stub(t, bos, pad, eos):
         raise NotImplementedError
@@ -45,7 +45,7 @@ def test_shift_right_checker(capsys):
 
 def test_cross_attention_checker(capsys):
     assert ex.check_cross_attention(ex.cross_attention_reference)
-    assert "correct" in capsys.readouterr().out
+    assert "Exercise 8.2 (cross-attention, one head): correct" in capsys.readouterr().out
 
     def stub(*args):
         raise NotImplementedError
@@ -76,7 +76,7 @@ def test_cross_attention_checker(capsys):
 
 def test_parameter_formula_checker(capsys):
     assert ex.check_parameter_formula(ex.parameter_formula_reference)
-    assert "correct" in capsys.readouterr().out
+    assert "Exercise 8.3 (parameters by formula): correct" in capsys.readouterr().out
 
     def stub(*args):
         raise NotImplementedError

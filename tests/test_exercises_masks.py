@@ -12,10 +12,15 @@ from transformer_course.exercises import masks as ex
 
 
 def test_reference_causal_mask_is_the_package_mask_in_additive_form():
-    for n in (1, 3, 7):
-        additive = ex.reference_causal_additive_mask(n)
-        assert torch.equal(additive == 0, causal_mask(n)[0, 0])
-        assert torch.isneginf(additive[~causal_mask(n)[0, 0]]).all()
+    for len_q, len_k in ((1, 1), (3, 3), (7, 7), (2, 5), (1, 4)):
+        additive = ex.reference_causal_additive_mask(len_q, len_k)
+        allowed = causal_mask(len_q, len_k, offset=len_k - len_q)[0, 0]
+        assert torch.equal(additive == 0, allowed)
+        assert torch.isneginf(additive[~allowed]).all()
+
+
+def test_reference_causal_mask_for_the_last_query_sees_every_key():
+    assert torch.equal(ex.reference_causal_additive_mask(1, 4), torch.zeros(1, 4))  # one new token, as with a cache
 
 
 def test_reference_padding_mask_equals_the_package_on_padded_ids():
@@ -32,6 +37,13 @@ def test_reference_masked_softmax_equals_the_package_weights():
         torch.testing.assert_close(ex.reference_masked_softmax(scores, mask), weights)
 
 
+LABELS = {
+    ex.check_causal_additive_mask: "Exercise 6.1 (a causal mask for the last queries)",
+    ex.check_padding_mask_from_lengths: "Exercise 6.2 (padding mask from lengths)",
+    ex.check_masked_softmax: "Exercise 6.3 (a softmax that survives fully masked rows)",
+}
+
+
 def _not_attempted(*args):
     raise NotImplementedError
 
@@ -46,51 +58,82 @@ def _not_attempted(*args):
 )
 def test_checkers_accept_the_reference_and_say_not_attempted(check, reference, capsys):
     assert check(reference)
-    assert "correct!" in capsys.readouterr().out
+    label = LABELS[check]
+    assert capsys.readouterr().out == f"{label}: correct!\n"
     assert not check(_not_attempted)
-    assert "not attempted yet" in capsys.readouterr().out
+    assert capsys.readouterr().out.startswith(f"{label}: not attempted yet")
 
 
-def _filled(n, value, diagonal=1, transpose=False):
-    m = torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(diagonal), value)
+def _filled(len_q, len_k, value, diagonal=None, transpose=False):
+    """Fill the keys from `diagonal` on (default: the right one, len_k - len_q + 1) with `value`."""
+    diagonal = len_k - len_q + 1 if diagonal is None else diagonal
+    m = torch.zeros(len_q, len_k).masked_fill(torch.ones(len_q, len_k, dtype=torch.bool).triu(diagonal), value)
     return m.T if transpose else m
+
+
+_INF = float("-inf")
+
+
+def test_causal_checker_accepts_the_package_mask_and_a_triu_of_minus_inf(capsys):
+    assert ex.check_causal_additive_mask(
+        lambda q, k: torch.zeros(q, k).masked_fill(~causal_mask(q, k, offset=k - q)[0, 0], _INF)
+    )
+    assert ex.check_causal_additive_mask(lambda q, k: torch.full((q, k), _INF).triu(k - q + 1))
+    assert capsys.readouterr().out.count("correct!") == 2
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
-        (lambda n: torch.ones(n, n, dtype=torch.bool).tril(), "additive mask holds floats"),
-        (lambda n: _filled(n, float("-inf"), transpose=True), "transposed"),
-        (lambda n: _filled(n, float("-inf"), diagonal=0), "blocks the diagonal"),
-        (lambda n: _filled(n, -1e9), "large finite number"),
-        (lambda n: torch.ones(n, n).tril(), "1/0 multiplier"),
-        (lambda n: _filled(n, float("-inf"))[:, :-1], "has shape"),
-        (lambda n: _filled(n, -1.0), "not 0 on and below the diagonal"),
+        (lambda q, k: _filled(q, k, _INF, diagonal=1), "treats the queries as the FIRST 2 positions"),
+        (lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(k - q), "additive mask holds floats"),
+        (lambda q, k: _filled(q, k, _INF, transpose=True), "is transposed"),
+        (lambda q, k: _filled(q, k, _INF, diagonal=k - q), "blocks a query's own position"),
+        (lambda q, k: torch.zeros(q, k).masked_fill(torch.ones(q, k, dtype=torch.bool).tril(k - q), _INF), "inverted"),
+        (lambda q, k: _filled(q, k, -1e9), "large finite number"),
+        (lambda q, k: torch.ones(q, k).tril(k - q), "1/0 multiplier"),
+        (lambda q, k: _filled(q, k, _INF)[:, :-1], "has shape"),
+        (lambda q, k: _filled(k, q, _INF), "one row per query"),
+        (lambda q, k: torch.full((q, k), _INF), "blocks everything"),
+        (lambda q, k: _filled(q, k, -1.0), "is not 0 where query i may look"),
     ],
-    ids=["bool", "transposed", "strict", "minus-1e9", "multiplicative", "shape", "wrong-value"],
+    ids=[
+        "top-left",
+        "bool",
+        "transposed",
+        "strict",
+        "inverted",
+        "minus-1e9",
+        "multiplicative",
+        "shape",
+        "swapped-shape",
+        "all-blocked",
+        "wrong-value",
+    ],
 )
 def test_causal_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_causal_additive_mask(wrong)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
+    assert out.startswith(f"{LABELS[ex.check_causal_additive_mask]}: not yet.") and hint in out
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
         (lambda lengths, n: torch.arange(n)[None, :] < lengths[:, None], "add two axes"),
+        (lambda lengths, n: (torch.arange(n) < lengths)[:, None, None], "did not broadcast"),
         (lambda lengths, n: ~ex.reference_padding_mask_from_lengths(lengths, n), "inverted"),
         (lambda lengths, n: (torch.arange(n)[None, :] <= lengths[:, None])[:, None, None, :], "one pad too many"),
         (lambda lengths, n: ex.reference_padding_mask_from_lengths(lengths, n).float(), "return a bool mask"),
         (lambda lengths, n: ex.reference_padding_mask_from_lengths(lengths, n)[:, None], "expected (batch, 1, 1"),
         (lambda lengths, n: ex.reference_padding_mask_from_lengths(lengths.flip(0), n), "is wrong"),
     ],
-    ids=["2-d", "inverted", "off-by-one", "float", "5-d", "wrong-rows"],
+    ids=["2-d", "no-broadcast", "inverted", "off-by-one", "float", "5-d", "wrong-rows"],
 )
 def test_padding_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_padding_mask_from_lengths(wrong)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
+    assert out.startswith(f"{LABELS[ex.check_padding_mask_from_lengths]}: not yet.") and hint in out
 
 
 def _minus_inf(scores, mask):
@@ -121,4 +164,4 @@ def _zeroed_after(scores, mask):
 def test_masked_softmax_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_masked_softmax(wrong)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
+    assert out.startswith(f"{LABELS[ex.check_masked_softmax]}: not yet.") and hint in out

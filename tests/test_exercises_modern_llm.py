@@ -191,3 +191,12 @@ def test_kv_cache_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_kv_cache_bytes(wrong)
     out = capsys.readouterr().out
     assert "not yet" in out and hint in out
+
+
+def test_labels_carry_the_notebook_number(capsys):
+    ex.check_rope(_stub)
+    ex.check_gqa(_stub)
+    ex.check_kv_cache_bytes(_stub)
+    out = capsys.readouterr().out
+    for label in ("Exercise 12.1 (RoPE)", "Exercise 12.2 (grouped-query attention)", "Exercise 12.3 (KV-cache size)"):
+        assert label in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -24,6 +25,26 @@ def test_reference_multi_head_attention_equals_the_package():
     torch.testing.assert_close(ex.reference_multi_head_attention(*inputs), ex.package_multi_head_attention(*inputs))
 
 
+def test_reference_remove_head_equals_the_hook_and_leaves_the_original_alone():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).eval()
+    x = torch.randn(3, 6, 16)
+    with torch.no_grad():
+        original = mha(x)
+    for head in range(4):
+        removed = ex.reference_remove_head(mha, head)
+        with torch.no_grad():
+            torch.testing.assert_close(removed(x), ex.head_switched_off(mha, head, x))
+            torch.testing.assert_close(mha(x), original)  # the module passed in is unchanged
+        assert not torch.allclose(ex.head_switched_off(mha, head, x), original)
+
+
+LABELS = {
+    ex.check_remove_head: "Exercise 5.1 (switch a head off in the weights)",
+    ex.check_multi_head_attention: "Exercise 5.2 (multi-head attention from matrices)",
+}
+
+
 def _not_attempted(*args):
     raise NotImplementedError
 
@@ -31,54 +52,79 @@ def _not_attempted(*args):
 @pytest.mark.parametrize(
     "check, reference",
     [
-        (ex.check_split_heads, ex.reference_split_heads),
-        (ex.check_merge_heads, ex.reference_merge_heads),
+        (ex.check_remove_head, ex.reference_remove_head),
         (ex.check_multi_head_attention, ex.reference_multi_head_attention),
     ],
 )
 def test_checkers_accept_the_reference_and_say_not_attempted(check, reference, capsys):
     assert check(reference)
-    assert "correct!" in capsys.readouterr().out
+    label = LABELS[check]
+    assert capsys.readouterr().out == f"{label}: correct!\n"
     assert not check(_not_attempted)
-    assert "not attempted yet" in capsys.readouterr().out
+    assert capsys.readouterr().out.startswith(f"{label}: not attempted yet")
 
 
-def test_split_checker_accepts_the_package_method(capsys):
-    assert ex.check_split_heads(lambda x, h: MultiHeadAttention(x.shape[-1], h).split_heads(x))
-    assert "correct!" in capsys.readouterr().out
+def _edit(change, copy_first=True, no_grad=True):
+    """A reader's answer that applies change(module, block) to a copy (or to the module itself)."""
+
+    def fn(mha, head):
+        target = copy.deepcopy(mha) if copy_first else mha
+        block = slice(head * mha.d_k, (head + 1) * mha.d_k)
+        if no_grad:
+            with torch.no_grad():
+                change(target, block)
+        else:
+            change(target, block)
+        return target
+
+    return fn
+
+
+def _zero_values_and_their_bias(m, block):
+    m.w_v.weight[block] = 0.0
+    m.w_v.bias[block] = 0.0
+
+
+def test_remove_head_checker_accepts_zeroing_the_values_with_their_bias(capsys):
+    assert ex.check_remove_head(_edit(_zero_values_and_their_bias))
+    assert capsys.readouterr().out == f"{LABELS[ex.check_remove_head]}: correct!\n"
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
-        (lambda x, h: x.view(x.shape[0], h, x.shape[1], x.shape[2] // h), "values are scrambled"),
-        (lambda x, h: x.view(x.shape[0], x.shape[1], x.shape[2] // h, h).permute(0, 3, 1, 2), "interleaved"),
-        (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h), "= (batch, heads, len, d_k)"),
-        (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h).permute(0, 2, 3, 1), "expected"),
-        (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h).transpose(1, 2) * 2, "differs"),
+        (_edit(lambda m, b: m.w_o.weight[b].zero_()), "you zeroed ROWS of w_o.weight"),
+        (_edit(lambda m, b: (m.w_q.weight[b].zero_(), m.w_q.bias[b].zero_())), "attends UNIFORMLY"),
+        (_edit(lambda m, b: m.w_q.weight[b].zero_()), "Its queries are then the bias alone"),
+        (_edit(lambda m, b: (m.w_k.weight[b].zero_(), m.w_k.bias[b].zero_())), "attends UNIFORMLY"),
+        (_edit(lambda m, b: m.w_v.weight[b].zero_()), "but not their bias"),
+        (_edit(lambda m, b: (m.w_o.weight[:, b].zero_(), m.w_o.bias.zero_())), "so is W_O's bias"),
+        (_edit(lambda m, b: m.w_o.weight[:, b].zero_(), copy_first=False), "copy.deepcopy(mha)"),
+        (_edit(lambda m, b: m.w_o.weight[:, b].zero_(), no_grad=False), "torch.no_grad()"),
+        (lambda mha, head: ex.reference_remove_head(mha, (head + 1) % mha.num_heads), "another head"),
+        (lambda mha, head: copy.deepcopy(mha), "still the original one"),
+        (lambda mha, head: None, "got NoneType"),
+        (_edit(lambda m, b: m.w_o.weight[:, b].mul_(0.5)), "differs"),
     ],
-    ids=["plain-view", "interleaved", "no-transpose", "wrong-permute", "wrong-values"],
-)
-def test_split_checker_rejects_typical_mistakes(wrong, hint, capsys):
-    assert not ex.check_split_heads(wrong)
-    out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
-
-
-@pytest.mark.parametrize(
-    "wrong, hint",
-    [
-        (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "positions and heads are mixed up"),
-        (lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "not contiguous"),
-        (lambda x: x.transpose(1, 2), "= (batch, len, heads * d_k)"),
-        (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "differs"),
+    ids=[
+        "rows-of-w-o",
+        "queries",
+        "query-weights-only",
+        "keys",
+        "values-without-bias",
+        "w-o-bias-too",
+        "in-place",
+        "no-grad-missing",
+        "wrong-head",
+        "unchanged",
+        "none",
+        "halved",
     ],
-    ids=["no-transpose", "view-after-transpose", "not-flattened", "interleaved"],
 )
-def test_merge_checker_rejects_typical_mistakes(wrong, hint, capsys):
-    assert not ex.check_merge_heads(wrong)
+def test_remove_head_checker_rejects_typical_mistakes(wrong, hint, capsys):
+    assert not ex.check_remove_head(wrong)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
+    assert out.startswith(f"{LABELS[ex.check_remove_head]}: not yet.") and hint in out
 
 
 def _attention(x_q, x_kv, w_q, w_k, w_v, w_o, h, scale=None, dim=-1, use_w_o=True, self_only=False):
@@ -91,6 +137,21 @@ def _attention(x_q, x_kv, w_q, w_k, w_v, w_o, h, scale=None, dim=-1, use_w_o=Tru
     return out @ w_o if use_w_o else out
 
 
+def _direct_view(x_q, x_kv, w_q, w_k, w_v, w_o, h):
+    def split(t):
+        return t.view(t.shape[0], h, t.shape[1], -1)  # the right shape, positions mixed into heads
+
+    q, k, v = split(x_q @ w_q), split(x_kv @ w_k), split(x_kv @ w_v)
+    out = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+    return out.reshape(x_q.shape) @ w_o
+
+
+def _view_after_transpose(x_q, x_kv, w_q, w_k, w_v, w_o, h):
+    q, k, v = (ex.reference_split_heads(t, h) for t in (x_q @ w_q, x_kv @ w_k, x_kv @ w_v))
+    out = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+    return out.transpose(1, 2).view(x_q.shape) @ w_o
+
+
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -100,10 +161,23 @@ def _attention(x_q, x_kv, w_q, w_k, w_v, w_o, h, scale=None, dim=-1, use_w_o=Tru
         (lambda *a: _attention(*a, use_w_o=False), "apply w_o"),
         (lambda *a: _attention(*a, self_only=True), "differs"),
         (lambda x_q, x_kv, *rest: ex.reference_multi_head_attention(x_kv, x_q, *rest), "one row per query"),
+        (_direct_view, "the reshape trap of section 3"),
+        (lambda *a: ex.reference_multi_head_attention(*a[:2], *(w.T for w in a[2:6]), a[6]), "maths convention"),
+        (_view_after_transpose, "not contiguous"),
     ],
-    ids=["sqrt-d-model", "unscaled", "softmax-dim", "no-w-o", "self-attention", "swapped-inputs"],
+    ids=[
+        "sqrt-d-model",
+        "unscaled",
+        "softmax-dim",
+        "no-w-o",
+        "self-attention",
+        "swapped-inputs",
+        "direct-view",
+        "nn-linear-convention",
+        "view-after-transpose",
+    ],
 )
 def test_mha_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_multi_head_attention(wrong)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
+    assert out.startswith(f"{LABELS[ex.check_multi_head_attention]}: not yet.") and hint in out

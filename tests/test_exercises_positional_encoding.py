@@ -1,7 +1,8 @@
-"""The checkers of notebook 03 accept the reference solutions and reject typical mistakes."""
+"""The checkers of notebook 03 accept the reference solutions and reject typical mistakes with their hint."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -11,141 +12,178 @@ from transformer_course import sinusoidal_table
 from transformer_course.exercises import positional_encoding as ex
 
 
-def _angles(max_len: int, d_model: int, exponent_index: torch.Tensor) -> torch.Tensor:
-    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
-    return pos * torch.exp(-exponent_index.double() / d_model * math.log(10000.0))
+def _omega(d_model: int, pair: int) -> float:
+    return 10000.0 ** (-2 * pair / d_model)
 
 
-def _interleave(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
-    return torch.stack([first, second], dim=-1).reshape(first.shape[0], -1).float()
+# ------------------------------------------------------------------------------------------- exercise 3.1
+def test_reference_reads_every_position_back():
+    for d_model in (32, 64, 512):
+        table = sinusoidal_table(10000, d_model)
+        assert [ex.reference_read_position(table[pos]) for pos in range(0, 10000, 7)] == list(range(0, 10000, 7))
+        assert ex.reference_read_position(table[9999]) == 9999
 
 
-def test_reference_table_equals_the_package():
-    torch.testing.assert_close(ex.reference_sinusoidal_table(300, 32), sinusoidal_table(300, 32), atol=1e-4, rtol=0)
+@functools.cache
+def _table(d_model):
+    return sinusoidal_table(10000, d_model)
 
 
-def test_reference_table_rejects_odd_width():
-    with pytest.raises(ValueError, match="even d_model"):
-        ex.reference_sinusoidal_table(10, 5)
+def _nearest_row(row):
+    return int((_table(row.shape[0]) @ row).argmax())
 
 
-def test_table_checker_accepts_the_reference_and_the_package(capsys):
-    assert ex.check_sinusoidal_table(ex.reference_sinusoidal_table)
-    assert ex.check_sinusoidal_table(sinusoidal_table)
-    assert "correct" in capsys.readouterr().out
+@pytest.mark.parametrize("answer", [ex.reference_read_position, _nearest_row])
+def test_read_checker_accepts_right_answers(answer, capsys):
+    assert ex.check_read_position(answer)
+    assert "Exercise 3.1 (read the position back): correct!" in capsys.readouterr().out
 
 
-def test_table_checker_says_not_attempted(capsys):
-    def stub(max_len, d_model):
+def test_read_checker_says_not_attempted(capsys):
+    def stub(row):
         raise NotImplementedError
 
-    assert not ex.check_sinusoidal_table(stub)
+    assert not ex.check_read_position(stub)
     assert "not attempted yet" in capsys.readouterr().out
 
 
-def _swapped(max_len, d_model):
-    a = _angles(max_len, d_model, torch.arange(0, d_model, 2))
-    return _interleave(torch.cos(a), torch.sin(a))
+def _slowest(row):
+    d = row.shape[0]
+    return row[d - 2].item(), row[d - 1].item(), _omega(d, d // 2 - 1)
 
 
-def _halves(max_len, d_model):
-    a = _angles(max_len, d_model, torch.arange(0, d_model, 2))
-    return torch.cat([torch.sin(a), torch.cos(a)], dim=-1).float()
+def _pair_zero(row):
+    return round(math.atan2(row[0].item(), row[1].item()))
 
 
-def _forgot_two(max_len, d_model):
-    a = _angles(max_len, d_model, torch.arange(d_model // 2))
-    return _interleave(torch.sin(a), torch.cos(a))
+def _asin(row):
+    sin, _, omega = _slowest(row)
+    return round(math.asin(sin) / omega)
 
 
-def _per_column(max_len, d_model):
-    a = _angles(max_len, d_model, torch.arange(d_model))
-    return torch.where(torch.arange(d_model) % 2 == 0, torch.sin(a), torch.cos(a)).float()
+def _swapped(row):
+    sin, cos, omega = _slowest(row)
+    return round(math.atan2(cos, sin) / omega)
 
 
-def _from_one(max_len, d_model):
-    return sinusoidal_table(max_len + 1, d_model)[1:]
+def _angle_only(row):
+    sin, cos, _ = _slowest(row)
+    return round(math.atan2(sin, cos))
 
 
-def _transposed(max_len, d_model):
-    return sinusoidal_table(max_len, d_model).T
+def _a_tensor(row):
+    sin, cos, omega = _slowest(row)
+    return torch.tensor(math.atan2(sin, cos) / omega)
 
 
-def _numpy(max_len, d_model):
-    return sinusoidal_table(max_len, d_model).numpy()
+def _a_float(row):
+    sin, cos, omega = _slowest(row)
+    return math.atan2(sin, cos) / omega
+
+
+def _fourth_slowest(row):
+    d = row.shape[0]
+    pair = d // 2 - 4
+    return round(math.atan2(row[2 * pair].item(), row[2 * pair + 1].item()) / _omega(d, pair))
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
-        (_swapped, "swapped"),
-        (_halves, "interleave"),
-        (_forgot_two, "2i/d_model"),
-        (_per_column, "share one frequency"),
-        (_from_one, "start at 0"),
-        (_transposed, "shape"),
-        (_numpy, "torch.Tensor"),
+        (_pair_zero, "Pair 0 turns a full circle"),
+        (_asin, "The sine alone is ambiguous"),
+        (_swapped, "sine first"),
+        (_angle_only, "divide it by the pair's frequency"),
+        (_a_tensor, "Return the position as a Python int, got Tensor"),
+        (_a_float, "Return the position as a Python int, got float"),
+        (_fourth_slowest, "Right for small positions"),
+        (lambda row: 0, "should give"),
     ],
 )
-def test_table_checker_rejects_typical_mistakes(wrong, hint, capsys):
-    assert not ex.check_sinusoidal_table(wrong)
+def test_read_checker_rejects_typical_mistakes_with_their_hint(wrong, hint, capsys):
+    assert not ex.check_read_position(wrong)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
+    assert "Exercise 3.1 (read the position back): not yet." in out and hint in out
 
 
-def test_table_checker_reports_a_crash(capsys):
-    assert not ex.check_sinusoidal_table(lambda max_len, d_model: torch.zeros(max_len) @ torch.zeros(3))
-    assert "your code raised RuntimeError" in capsys.readouterr().out
-
-
-def test_reference_rotation_moves_every_position_by_k():
-    table = sinusoidal_table(200, 16).double()
+# ------------------------------------------------------------------------------------------- exercise 3.2
+def test_reference_halves_rotation_moves_every_position_by_k():
+    table = ex.halves_table(200, 16).double()
     for k in (0, 1, 7, 60):
-        m = ex.reference_rotation_matrix(k, 16).double()
+        m = ex.reference_halves_rotation(k, 16).double()
         torch.testing.assert_close(table[: 200 - k] @ m.T, table[k:], atol=1e-4, rtol=0)
         torch.testing.assert_close(m.T @ m, torch.eye(16, dtype=torch.float64), atol=1e-6, rtol=0)
 
 
-def test_rotation_checker_accepts_the_reference(capsys):
-    assert ex.check_rotation_matrix(ex.reference_rotation_matrix)
-    assert "correct" in capsys.readouterr().out
+def test_halves_table_holds_the_same_numbers_reordered():
+    table, halves = sinusoidal_table(50, 8), ex.halves_table(50, 8)
+    torch.testing.assert_close(halves[:, :4], table[:, 0::2], atol=0, rtol=0)
+    torch.testing.assert_close(halves[:, 4:], table[:, 1::2], atol=0, rtol=0)
+
+
+def test_halves_checker_accepts_the_reference(capsys):
+    assert ex.check_halves_rotation(ex.reference_halves_rotation)
+    assert "Exercise 3.2 (the shift matrix, sines first): correct!" in capsys.readouterr().out
+
+
+def test_halves_checker_says_not_attempted(capsys):
+    def stub(k, d_model):
+        raise NotImplementedError
+
+    assert not ex.check_halves_rotation(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def _blocks(k, d_model, angle=None):
+    angle = [_omega(d_model, i) * k for i in range(d_model // 2)] if angle is None else angle
+    return torch.block_diag(*[torch.tensor([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]]) for a in angle])
+
+
+def _interleaved(k, d_model):
+    return _blocks(k, d_model)
 
 
 def _backwards(k, d_model):
-    return ex.reference_rotation_matrix(k, d_model).T
+    return ex.reference_halves_rotation(k, d_model).T
 
 
 def _same_angle(k, d_model):
-    c, s = math.cos(k), math.sin(k)
-    return torch.block_diag(*[torch.tensor([[c, s], [-s, c]])] * (d_model // 2))
+    c, s = torch.eye(d_model // 2) * math.cos(k), torch.eye(d_model // 2) * math.sin(k)
+    return torch.cat([torch.cat([c, s], 1), torch.cat([-s, c], 1)], 0)
 
 
 def _identity(k, d_model):
     return torch.eye(d_model)
 
 
-def _full_rotation_wrong_shape(k, d_model):
-    return ex.reference_rotation_matrix(k, d_model)[:, :-1]
+def _wrong_shape(k, d_model):
+    return ex.reference_halves_rotation(k, d_model)[:, :-1]
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
+        (_interleaved, "interleaved layout"),
         (_backwards, "backwards"),
         (_same_angle, "same angle"),
-        (_identity, "differs from PE(pos + k)"),
-        (_full_rotation_wrong_shape, "shape"),
+        (_identity, "differs from H(pos + k)"),
+        (_wrong_shape, "shape"),
     ],
 )
-def test_rotation_checker_rejects_typical_mistakes(wrong, hint, capsys):
-    assert not ex.check_rotation_matrix(wrong)
+def test_halves_checker_rejects_typical_mistakes_with_their_hint(wrong, hint, capsys):
+    assert not ex.check_halves_rotation(wrong)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out
+    assert "Exercise 3.2 (the shift matrix, sines first): not yet." in out and hint in out
 
 
-def test_rotation_checker_wants_the_identity_for_k_zero(capsys):
+def test_halves_checker_wants_the_identity_for_k_zero(capsys):
     def zero_for_k0(k, d_model):
-        return torch.zeros(d_model, d_model) if k == 0 else ex.reference_rotation_matrix(k, d_model)
+        return torch.zeros(d_model, d_model) if k == 0 else ex.reference_halves_rotation(k, d_model)
 
-    assert not ex.check_rotation_matrix(zero_for_k0)
+    assert not ex.check_halves_rotation(zero_for_k0)
     assert "identity" in capsys.readouterr().out
+
+
+def test_halves_checker_reports_a_crash(capsys):
+    assert not ex.check_halves_rotation(lambda k, d_model: torch.zeros(d_model) @ torch.zeros(3))
+    assert "your code raised RuntimeError" in capsys.readouterr().out

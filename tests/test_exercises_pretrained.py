@@ -6,58 +6,102 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course.exercises import pretrained as ex
-from transformer_course.pretrained import l2_normalize, mean_pool
 
 
 def _stub(*args):
     raise NotImplementedError
 
 
-# ----------------------------------------------------------------------------------------------- exercise 1
-def test_reference_sentence_embedding_equals_the_package():
-    states, mask = ex._pooling_case(0)
-    torch.testing.assert_close(ex.reference_sentence_embedding(states, mask), l2_normalize(mean_pool(states, mask)))
+# -------------------------------------------------------------------------------------------- exercise 14.1
+def _means(train, labels):
+    return torch.stack([train[labels == c].mean(0) for c in range(int(labels.max()) + 1)])
 
 
-def test_pooling_checker_accepts_the_reference_and_the_package(capsys):
-    assert ex.check_sentence_embedding(ex.reference_sentence_embedding)
-    assert ex.check_sentence_embedding(lambda s, m: l2_normalize(mean_pool(s, m)))
-    # a sum instead of a mean points the same way, so after normalising it is just as right
-    assert ex.check_sentence_embedding(lambda s, m: F.normalize((s * m[..., None]).sum(1), dim=-1))
-    assert "correct" in capsys.readouterr().out
+def test_classifier_checker_accepts_the_reference_and_other_right_answers(capsys):
+    assert ex.check_centroid_classifier(ex.reference_centroid_classifier)
+    assert "Exercise 14.1 (classify by the nearest centroid): correct!" in capsys.readouterr().out
+
+    def loop_and_sum(train, labels, test):  # sums point the same way as means: after normalising, just as right
+        sums = torch.stack([train[labels == c].sum(0) for c in range(int(labels.max()) + 1)])
+        return (test @ F.normalize(sums, dim=-1).T).argmax(-1)
+
+    def int32_labels(train, labels, test):
+        return ex.reference_centroid_classifier(train, labels, test).int()
+
+    def euclid_to_unit_centroids(train, labels, test):  # for unit vectors, nearest = most cosine-similar
+        return torch.cdist(test, F.normalize(_means(train, labels), dim=-1)).argmin(-1)
+
+    for fn in (loop_and_sum, int32_labels, euclid_to_unit_centroids):
+        assert ex.check_centroid_classifier(fn), fn.__name__
 
 
-def test_pooling_checker_says_not_attempted(capsys):
-    assert not ex.check_sentence_embedding(_stub)
+def test_classifier_checker_says_not_attempted(capsys):
+    assert not ex.check_centroid_classifier(_stub)
     assert "not attempted yet" in capsys.readouterr().out
 
 
-def _rejects(fn, hint: str, capsys) -> None:
-    assert not ex.check_sentence_embedding(fn)
+def _classifier_rejects(fn, hint: str, capsys) -> None:
+    assert not ex.check_centroid_classifier(fn)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out, out
+    assert out.startswith("Exercise 14.1 (classify by the nearest centroid): not yet.") and hint in out, out
 
 
-def test_pooling_checker_rejects_typical_mistakes(capsys):
-    _rejects(lambda s, m: F.normalize(s.mean(1), dim=-1), "padding was averaged in", capsys)
-    _rejects(lambda s, m: mean_pool(s, m), "not unit length", capsys)
-    _rejects(lambda s, m: F.normalize(s[:, 0], dim=-1), "[CLS]", capsys)
-    _rejects(lambda s, m: None, "should be a torch.Tensor", capsys)
-    _rejects(lambda s, m: F.normalize(mean_pool(F.normalize(s, dim=-1), m), dim=-1), "not each token", capsys)
-    _rejects(lambda s, m: F.normalize(mean_pool(s, m), dim=0), "over the batch", capsys)
-    _rejects(lambda s, m: l2_normalize(mean_pool(s, m))[:, :3], "shape", capsys)
-    _rejects(lambda s, m: l2_normalize(mean_pool(s, m)) * 0.5, "differs", capsys)
+def test_classifier_checker_names_the_likeliest_mistakes(capsys):
+    def raw_means(train, labels, test):  # the likeliest slip: centroids not scaled to length 1
+        return (test @ _means(train, labels).T).argmax(-1)
+
+    def nearest_single_vector(train, labels, test):  # the second: 1-nearest-neighbour instead of centroids
+        return labels[(test @ train.T).argmax(-1)]
+
+    def raw_sums(train, labels, test):
+        sums = torch.stack([train[labels == c].sum(0) for c in range(int(labels.max()) + 1)])
+        return (test @ sums.T).argmax(-1)
+
+    def euclid_to_raw_means(train, labels, test):
+        return torch.cdist(test, _means(train, labels)).argmin(-1)
+
+    def least_similar(train, labels, test):
+        return (test @ F.normalize(_means(train, labels), dim=-1).T).argmin(-1)
+
+    def similarity_matrix(train, labels, test):
+        return test @ F.normalize(_means(train, labels), dim=-1).T
+
+    def scores_not_labels(train, labels, test):
+        return (test @ F.normalize(_means(train, labels), dim=-1).T).max(-1).values
+
+    _classifier_rejects(raw_means, "not scaled to length 1", capsys)
+    _classifier_rejects(nearest_single_vector, "single most similar training vector", capsys)
+    _classifier_rejects(raw_sums, "most training vectors", capsys)
+    _classifier_rejects(euclid_to_raw_means, "Euclidean", capsys)
+    _classifier_rejects(least_similar, "least similar", capsys)
+    _classifier_rejects(similarity_matrix, "matrix of similarities", capsys)
+    _classifier_rejects(scores_not_labels, "whole numbers", capsys)
+    _classifier_rejects(lambda tr, lb, te: torch.zeros(te.shape[0], dtype=torch.long), "labels differ", capsys)
+    _classifier_rejects(lambda tr, lb, te: None, "should be a torch.Tensor", capsys)
 
 
-def test_pooling_checker_reports_a_crash(capsys):
-    assert not ex.check_sentence_embedding(lambda s, m: s @ m)
+def test_classifier_checker_reports_a_crash(capsys):
+    assert not ex.check_centroid_classifier(lambda tr, lb, te: tr @ te)
     assert "raised" in capsys.readouterr().out
 
 
-# ----------------------------------------------------------------------------------------------- exercise 2
+def test_classifier_case_separates_the_mistakes():
+    train, labels, test = ex._topic_case()
+    assert torch.bincount(labels).tolist() == [3, 5, 8]  # classes of different sizes
+    assert not torch.equal(labels, labels.sort().values)  # in shuffled order
+    right = ex.reference_centroid_classifier(train, labels, test)
+    answers = [right, *ex._classifier_mistakes(train, labels, test).values()]
+    for i, a in enumerate(answers):
+        for b in answers[i + 1 :]:
+            assert not torch.equal(a, b)
+    cosines = (test @ F.normalize(_means(train, labels), dim=-1).T).sort(-1, descending=True).values
+    assert (cosines[:, 0] - cosines[:, 1]).min() > 0.04  # no near-tie that float rounding could flip
+
+
+# -------------------------------------------------------------------------------------------- exercise 14.2
 def test_search_checker_accepts_the_reference(capsys):
     assert ex.check_nearest_neighbours(ex.reference_nearest_neighbours)
-    assert "correct" in capsys.readouterr().out
+    assert "Exercise 14.2 (nearest neighbours by cosine): correct!" in capsys.readouterr().out
 
 
 def test_search_checker_says_not_attempted(capsys):
@@ -68,7 +112,7 @@ def test_search_checker_says_not_attempted(capsys):
 def _search_rejects(fn, hint: str, capsys) -> None:
     assert not ex.check_nearest_neighbours(fn)
     out = capsys.readouterr().out
-    assert "not yet" in out and hint in out, out
+    assert out.startswith("Exercise 14.2 (nearest neighbours by cosine): not yet.") and hint in out, out
 
 
 def test_search_checker_rejects_typical_mistakes(capsys):
@@ -93,10 +137,14 @@ def test_search_checker_rejects_typical_mistakes(capsys):
         s, i = ex.reference_nearest_neighbours(q, c, k)
         return s.T, i.T
 
+    def collection_only(q, c, k):  # the second likeliest slip: the right rows, scores scaled by the query's length
+        return (q @ F.normalize(c, dim=-1).T).topk(k, dim=-1)
+
     _search_rejects(dot, "largest dot products", capsys)
+    _search_rejects(collection_only, "normalise the queries too", capsys)
     _search_rejects(least, "least similar", capsys)
     _search_rejects(euclid, "Euclidean", capsys)
-    _search_rejects(distances_as_scores, "scores", capsys)
+    _search_rejects(distances_as_scores, "score tensor", capsys)
     _search_rejects(only_indices, "pair", capsys)
     _search_rejects(transposed, "shape", capsys)
 

@@ -1,4 +1,4 @@
-"""The checkers of notebook 01 accept the reference solutions and reject typical mistakes."""
+"""The checkers of notebook 01 accept the reference solutions and reject typical mistakes with a useful hint."""
 
 from __future__ import annotations
 
@@ -8,34 +8,47 @@ import pytest
 import torch
 
 from transformer_course.exercises import rnn_limits as ex
-from transformer_course.rnn import RNNCell, chain_jacobians, conv_layers_to_connect
+from transformer_course.rnn import RNNCell, chain_jacobians, conv_layers_to_connect, unroll
 
 
-def test_references_agree_with_the_package():
-    torch.manual_seed(0)
-    cell = RNNCell(3, 5)
-    x, h = torch.randn(4, 3), torch.randn(4, 5)
-    b = cell.bias_ih + cell.bias_hh
-    torch.testing.assert_close(ex.reference_rnn_step(x, h, cell.weight_ih, cell.weight_hh, b), cell(x, h))
+def test_references_agree_with_the_package_and_autograd():
     jacobians = torch.randn(1, 5, 4, 4, dtype=torch.float64)
     torch.testing.assert_close(ex.reference_bptt_product(jacobians[0]), chain_jacobians(jacobians)[0, 0])
     for n in range(1, 300):
         for k in (2, 3, 5):
             for dilated in (False, True):
                 assert ex.reference_conv_layers(n, k, dilated) == conv_layers_to_connect(n, k, dilated)
+    x, states, deltas, autograd_grad = ex._input_gradient_case()
+    torch.testing.assert_close(ex.reference_input_gradient(x, states, deltas), autograd_grad)
+
+
+def test_input_gradient_matches_autograd_on_another_rnn():
+    torch.manual_seed(0)
+    cell = RNNCell(2, 4).double()
+    x = torch.randn(1, 9, 2, dtype=torch.float64)
+    readout = torch.randn(4, dtype=torch.float64)
+    states, _ = unroll(cell, x)
+    (states[0, -1] @ readout).backward()
+    # delta_k by hand: back from S_T through the per-step Jacobians diag(1 - S_t^2) W
+    deltas = [readout]
+    for t in range(8, 0, -1):
+        deltas.append((deltas[-1] * (1 - states[0, t] ** 2)) @ cell.weight_hh)
+    deltas = torch.stack(deltas[::-1]).detach()
+    torch.testing.assert_close(ex.reference_input_gradient(x[0], states[0].detach(), deltas), cell.weight_ih.grad)
 
 
 @pytest.mark.parametrize(
     ("checker", "reference"),
     [
-        (ex.check_rnn_step, ex.reference_rnn_step),
         (ex.check_bptt_product, ex.reference_bptt_product),
+        (ex.check_input_gradient, ex.reference_input_gradient),
         (ex.check_conv_layers, ex.reference_conv_layers),
     ],
 )
 def test_checkers_accept_the_reference_and_say_not_attempted_for_a_stub(checker, reference, capsys):
     assert checker(reference)
-    assert "correct" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "correct" in out and "Exercise 1." in out
 
     def stub(*args):
         raise NotImplementedError
@@ -44,23 +57,14 @@ def test_checkers_accept_the_reference_and_say_not_attempted_for_a_stub(checker,
     assert "not attempted yet" in capsys.readouterr().out
 
 
-RNN_MISTAKES = {
-    "no tanh": lambda x, h, U, W, b: x @ U.T + h @ W.T + b,
-    "sigmoid": lambda x, h, U, W, b: torch.sigmoid(x @ U.T + h @ W.T + b),
-    "no bias": lambda x, h, U, W, b: torch.tanh(x @ U.T + h @ W.T),
-    "no recurrence": lambda x, h, U, W, b: torch.tanh(x @ U.T + b),
-    "W not transposed": lambda x, h, U, W, b: torch.tanh(x @ U.T + h @ W + b),
-    "U not transposed": lambda x, h, U, W, b: torch.tanh(x @ U + h @ W.T + b),
-    "U and W swapped": lambda x, h, U, W, b: torch.tanh(x @ W.T + h @ U.T + b),
-    "numpy out": lambda x, h, U, W, b: torch.tanh(x @ U.T + h @ W.T + b).numpy(),
-    "scaled": lambda x, h, U, W, b: 0.5 * torch.tanh(x @ U.T + h @ W.T + b),
-}
-
-
-@pytest.mark.parametrize("name", list(RNN_MISTAKES))
-def test_rnn_step_checker_rejects_typical_mistakes(name, capsys):
-    assert not ex.check_rnn_step(RNN_MISTAKES[name])
-    assert "not yet" in capsys.readouterr().out
+def test_labels_carry_the_notebook_number(capsys):
+    for checker, label in (
+        (ex.check_bptt_product, "Exercise 1.1 (the product of Jacobians)"),
+        (ex.check_input_gradient, "Exercise 1.2 (the gradient for U)"),
+        (ex.check_conv_layers, "Exercise 1.3 (layers a CNN needs)"),
+    ):
+        checker(lambda *args: (_ for _ in ()).throw(NotImplementedError))
+        assert capsys.readouterr().out.startswith(label + ":")
 
 
 def _reversed(jacobians):
@@ -70,47 +74,87 @@ def _reversed(jacobians):
     return product
 
 
+# mistake -> a word its hint must contain (None: rejected, any message)
 BPTT_MISTAKES = {
-    "reversed order": _reversed,
-    "elementwise": lambda j: j.prod(dim=0),
-    "summed": lambda j: j.sum(dim=0),
-    "last only": lambda j: j[-1],
-    "all products": lambda j: chain_jacobians(j.unsqueeze(0))[0],
-    "skips the first": lambda j: ex.reference_bptt_product(j[1:]),
+    "reversed order": (_reversed, "reversed"),
+    "elementwise": (lambda j: j.prod(dim=0), "multiply matrices"),
+    "summed": (lambda j: j.sum(dim=0), "do not add"),
+    "last only": (lambda j: j[-1], None),
+    "all products": (lambda j: chain_jacobians(j.unsqueeze(0))[0], None),
+    "skips the first": (lambda j: ex.reference_bptt_product(j[1:]), "left out J_1"),
+    "skips the last": (lambda j: ex.reference_bptt_product(j[:-1]), "left out J_T"),
 }
 
 
 @pytest.mark.parametrize("name", list(BPTT_MISTAKES))
 def test_bptt_checker_rejects_typical_mistakes(name, capsys):
-    assert not ex.check_bptt_product(BPTT_MISTAKES[name])
-    assert "not yet" in capsys.readouterr().out
+    mistake, hint = BPTT_MISTAKES[name]
+    assert not ex.check_bptt_product(mistake)
+    out = capsys.readouterr().out
+    assert "not yet" in out
+    assert hint is None or hint.lower() in out.lower()
+
+
+def _slope(states):
+    return 1 - states**2
+
+
+GRADIENT_MISTAKES = {
+    "no slope": (lambda x, s, d: d.T @ x, "slope"),
+    "last step only": (lambda x, s, d: (d[-1:] * _slope(s[-1:])).T @ x[-1:], "every step"),
+    "W's term (previous states)": (
+        lambda x, s, d: (d * _slope(s)).T @ torch.cat([torch.zeros_like(s[:1]), s[:-1]]),
+        "W's shape",
+    ),
+    "transposed": (lambda x, s, d: x.T @ (d * _slope(s)), "transposed"),
+    "slope one step early": (
+        lambda x, s, d: (d * torch.cat([torch.ones_like(s[:1]), _slope(s[:-1])])).T @ x,
+        "same step",
+    ),
+    "tanh applied twice": (lambda x, s, d: (d * (1 - torch.tanh(s) ** 2)).T @ x, "already tanh"),
+    "sigmoid slope": (lambda x, s, d: (d * torch.sigmoid(s) * (1 - torch.sigmoid(s))).T @ x, None),
+    "half": (lambda x, s, d: 0.5 * ex.reference_input_gradient(x, s, d), "autograd"),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADIENT_MISTAKES))
+def test_input_gradient_checker_rejects_typical_mistakes(name, capsys):
+    mistake, hint = GRADIENT_MISTAKES[name]
+    assert not ex.check_input_gradient(mistake)
+    out = capsys.readouterr().out
+    assert "not yet" in out
+    assert hint is None or hint.lower() in out.lower()
 
 
 CONV_MISTAKES = {
-    "off by one": lambda n, k, dilated: math.ceil(n / (k - 1)),
-    "ignores kernel": lambda n, k, dilated: ex.reference_conv_layers(n, 3, dilated),
-    "ignores dilation": lambda n, k, dilated: ex.reference_conv_layers(n, k, False),
-    "always dilated": lambda n, k, dilated: ex.reference_conv_layers(n, k, True),
-    "float": lambda n, k, dilated: float(ex.reference_conv_layers(n, k, dilated)),
-    "log2 of n": lambda n, k, dilated: math.ceil(math.log2(n)) if dilated else ex.reference_conv_layers(n, k, False),
-    "one for n=1": lambda n, k, dilated: max(1, ex.reference_conv_layers(n, k, dilated)),
+    "off by one": (lambda n, k, dilated: math.ceil(n / (k - 1)), "off by one"),
+    "ignores kernel": (lambda n, k, dilated: ex.reference_conv_layers(n, 3, dilated), "kernel 3"),
+    "ignores dilation": (lambda n, k, dilated: ex.reference_conv_layers(n, k, False), "receptive field"),
+    "always dilated": (lambda n, k, dilated: ex.reference_conv_layers(n, k, True), None),
+    "float": (lambda n, k, dilated: float(ex.reference_conv_layers(n, k, dilated)), "return an int"),
+    "log2 of n": (
+        lambda n, k, dilated: math.ceil(math.log2(n)) if dilated else ex.reference_conv_layers(n, k, False),
+        None,
+    ),
+    "one for n=1": (lambda n, k, dilated: max(1, ex.reference_conv_layers(n, k, dilated)), "0 layers"),
 }
 
 
 @pytest.mark.parametrize("name", list(CONV_MISTAKES))
 def test_conv_checker_rejects_typical_mistakes(name, capsys):
-    assert not ex.check_conv_layers(CONV_MISTAKES[name])
-    assert "not yet" in capsys.readouterr().out or "raised" in capsys.readouterr().out
+    mistake, hint = CONV_MISTAKES[name]
+    assert not ex.check_conv_layers(mistake)
+    out = capsys.readouterr().out
+    assert "not yet" in out
+    assert hint is None or hint.lower() in out.lower()
 
 
-def test_feedback_names_the_mistake(capsys):
-    ex.check_rnn_step(RNN_MISTAKES["no tanh"])
-    assert "tanh" in capsys.readouterr().out
-    ex.check_rnn_step(RNN_MISTAKES["U not transposed"])
-    assert "x @ U.T" in capsys.readouterr().out
-    ex.check_bptt_product(BPTT_MISTAKES["reversed order"])
-    assert "reversed" in capsys.readouterr().out
-    ex.check_conv_layers(CONV_MISTAKES["off by one"])
-    assert "off by one" in capsys.readouterr().out
-    ex.check_conv_layers(CONV_MISTAKES["one for n=1"])
-    assert "0 layers" in capsys.readouterr().out
+def test_conv_checker_says_1_layer_not_1_layers(capsys):
+    # n = 3, kernel 5: one layer is enough; an answer of 2 gets the generic message with the right count
+    assert not ex.check_conv_layers(
+        lambda n, k, dilated: 2 if (n, k) == (3, 5) else ex.reference_conv_layers(n, k, dilated)
+    )
+    out = capsys.readouterr().out
+    assert "1 layer is needed" in out and "1 layers" not in out
+    assert not ex.check_conv_layers(lambda n, k, dilated: ex.reference_conv_layers(n, k, dilated) + 2 * (n == 17))
+    assert "layers are needed" in capsys.readouterr().out

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
-from transformer_course.data import Vocabulary, make_batch
 from transformer_course.exercises import training as ex
 from transformer_course.losses import label_smoothing_loss
 from transformer_course.schedules import noam_lr
@@ -15,66 +16,48 @@ def _stub(*args):
     raise NotImplementedError
 
 
-# ----------------------------------------------------------------------------------------------- exercise 1
-def test_reference_shift_right_matches_the_batches():
-    vocab = Vocabulary("abc")
-    batch = make_batch([("a", "abc"), ("b", "a")], vocab, vocab)
-    assert torch.equal(ex.reference_shift_right(batch.tgt_out), batch.tgt_in)
+# --------------------------------------------------------------------------------------------- exercise 9.1
+def _annotated_loss_as_in_its_code(logits, target, eps, pad_id):
+    """The Annotated Transformer's LabelSmoothing + SimpleLossCompute, written the way its code writes them:
+    fill eps / (V - 2), scatter 1 - eps, zero the pad column, zero the pad rows, nn.KLDivLoss(reduction="sum"),
+    divided by the number of real tokens."""
+    vocab = logits.shape[-1]
+    x = F.log_softmax(logits, -1).reshape(-1, vocab)
+    t = target.reshape(-1)
+    true_dist = torch.full_like(x, eps / (vocab - 2))
+    true_dist.scatter_(1, t.unsqueeze(1), 1 - eps)
+    true_dist[:, pad_id] = 0
+    true_dist[t == pad_id] = 0
+    return torch.nn.KLDivLoss(reduction="sum")(x, true_dist) / (t != pad_id).sum()
 
 
-def test_shift_right_checker_accepts_the_reference(capsys):
-    assert ex.check_shift_right(ex.reference_shift_right)
-    assert "correct" in capsys.readouterr().out
-
-
-def test_shift_right_checker_says_not_attempted(capsys):
-    assert not ex.check_shift_right(_stub)
-    assert "not attempted yet" in capsys.readouterr().out
-
-
-def _left(tgt_out, bos_id, pad_id):
-    return torch.cat([tgt_out[:, 1:], torch.full_like(tgt_out[:, :1], pad_id)], dim=1)
-
-
-def _no_bos(tgt_out, bos_id, pad_id):
-    return torch.cat([torch.full_like(tgt_out[:, :1], pad_id), tgt_out[:, :-1]], dim=1)
-
-
-def _keeps_eos(tgt_out, bos_id, pad_id):
-    return torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
-
-
-def _prepend_only(tgt_out, bos_id, pad_id):
-    return torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out], dim=1)
-
-
-def test_shift_right_checker_rejects_typical_mistakes(capsys):
-    for wrong, hint in [
-        (_left, "shifted left"),
-        (_no_bos, "<bos>"),
-        (_keeps_eos, "<eos>"),
-        (_prepend_only, "shape"),
-    ]:
-        assert not ex.check_shift_right(wrong), wrong.__name__
-        assert hint in capsys.readouterr().out, wrong.__name__
-
-
-# ----------------------------------------------------------------------------------------------- exercise 2
-def test_reference_smoothed_loss_equals_the_package_and_torch():
+def test_reference_loss_equals_the_annotated_transformers_code_and_cross_entropy_at_eps_0():
     g = torch.Generator().manual_seed(0)
-    logits, target = torch.randn(2, 5, 7, generator=g), torch.randint(0, 7, (2, 5), generator=g)
-    target[0, 0] = 3
-    for eps in (0.0, 0.2):
+    logits, target = torch.randn(2, 5, 7, generator=g), torch.randint(1, 7, (2, 5), generator=g)
+    target[1, 3:] = 0
+    for eps in (0.0, 0.1, 0.4):
         ours = ex.reference_smoothed_loss(logits, target, eps, 0)
-        torch.testing.assert_close(ours, label_smoothing_loss(logits, target, eps, 0))
-        theirs = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0, label_smoothing=eps)
-        torch.testing.assert_close(ours, theirs)
+        torch.testing.assert_close(ours, _annotated_loss_as_in_its_code(logits, target, eps, 0))
+    plain = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0)
+    torch.testing.assert_close(ex.reference_smoothed_loss(logits, target, 0.0, 0), plain)
+    # KL = cross-entropy - H(q): the package's cross-entropy with the same q is larger by the entropy of q
+    assert float(ex.reference_smoothed_loss(logits, target, 0.1, 0)) < float(label_smoothing_loss(logits, target, 0.1))
 
 
-def test_smoothed_loss_checker_accepts_the_reference_and_the_package(capsys):
+def test_smoothed_loss_checker_accepts_the_reference_and_the_annotated_code(capsys):
     assert ex.check_smoothed_loss(ex.reference_smoothed_loss)
-    assert ex.check_smoothed_loss(lambda logits, target, eps, pad: label_smoothing_loss(logits, target, eps, pad))
-    assert "correct" in capsys.readouterr().out
+    assert ex.check_smoothed_loss(_annotated_loss_as_in_its_code)
+    assert ex.check_smoothed_loss(
+        lambda logits, target, eps, pad: (
+            F.kl_div(
+                F.log_softmax(logits, -1)[target != pad],
+                ex.annotated_targets(target, logits.shape[-1], eps, pad)[target != pad].float(),
+                reduction="sum",
+            )
+            / (target != pad).sum()
+        )
+    )
+    assert "Exercise 9.1 (the Annotated Transformer's smoothed loss): correct" in capsys.readouterr().out
 
 
 def test_smoothed_loss_checker_says_not_attempted(capsys):
@@ -82,40 +65,57 @@ def test_smoothed_loss_checker_says_not_attempted(capsys):
     assert "not attempted yet" in capsys.readouterr().out
 
 
-def _with_padding(logits, target, eps, pad_id):
-    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), label_smoothing=eps)
+def _cross_entropy(logits, target, eps, pad_id):
+    q = ex.annotated_targets(target, logits.shape[-1], eps, pad_id).float()
+    return (-(q * F.log_softmax(logits, -1)).sum(-1))[target != pad_id].mean()
 
 
-def _others(logits, target, eps, pad_id):
-    return label_smoothing_loss(logits, target, eps, pad_id, spread="others")
+def _naive_q_log_q(logits, target, eps, pad_id):
+    q = ex.annotated_targets(target, logits.shape[-1], eps, pad_id).float()
+    return (q * (q.log() - F.log_softmax(logits, -1))).sum(-1)[target != pad_id].mean()
 
 
-def _unsmoothed(logits, target, eps, pad_id):
-    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=pad_id)
+def _pad_column_kept(logits, target, eps, pad_id):
+    vocab = logits.shape[-1]
+    q = torch.full(logits.shape, eps / (vocab - 2)).scatter(-1, target.unsqueeze(-1), 1 - eps)
+    kl = torch.xlogy(q, q) - q * F.log_softmax(logits, -1)
+    return kl.sum(-1)[target != pad_id].mean()
 
 
-def _per_position(logits, target, eps, pad_id):
-    return F.cross_entropy(logits.transpose(1, 2), target, ignore_index=pad_id, reduction="none")
+def _pad_rows_kept(logits, target, eps, pad_id):
+    q = ex.annotated_targets(target, logits.shape[-1], eps, pad_id).float()
+    kl = torch.xlogy(q, q) - q * F.log_softmax(logits, -1)
+    return kl.sum() / (target != pad_id).sum()
 
 
-def _no_log_softmax(logits, target, eps, pad_id):
-    q = (1 - eps) * F.one_hot(target, logits.shape[-1]) + eps / logits.shape[-1]
-    return (-(q * logits).sum(-1))[target != pad_id].mean()
+def _mean_over_all_positions(logits, target, eps, pad_id):
+    q = ex.annotated_targets(target, logits.shape[-1], eps, pad_id).float()
+    kl = (torch.xlogy(q, q) - q * F.log_softmax(logits, -1)).sum(-1)
+    return kl[target != pad_id].sum() / target.numel()
+
+
+def _pytorch_convention(logits, target, eps, pad_id):
+    vocab = logits.shape[-1]
+    q = (1 - eps) * F.one_hot(target, vocab) + eps / vocab
+    kl = (torch.xlogy(q, q) - q * F.log_softmax(logits, -1)).sum(-1)
+    return kl[target != pad_id].mean()
 
 
 def test_smoothed_loss_checker_rejects_typical_mistakes(capsys):
     for wrong, hint in [
-        (_with_padding, "padding"),
-        (_others, "eps/(V-1)"),
-        (_unsmoothed, "without smoothing"),
-        (_per_position, "one number"),
-        (_no_log_softmax, "differs"),
+        (_cross_entropy, "KL"),
+        (_naive_q_log_q, "0 log 0"),
+        (_pad_column_kept, "<pad> column"),
+        (_pad_rows_kept, "drop them"),
+        (_mean_over_all_positions, "number of real"),
+        (_pytorch_convention, "PyTorch's convention"),
+        (lambda lg, t, e, p: F.cross_entropy(lg.transpose(1, 2), t, ignore_index=p, reduction="none"), "one number"),
     ]:
         assert not ex.check_smoothed_loss(wrong), wrong.__name__
         assert hint in capsys.readouterr().out, wrong.__name__
 
 
-# ----------------------------------------------------------------------------------------------- exercise 3
+# --------------------------------------------------------------------------------------------- exercise 9.2
 def test_reference_noam_rate_equals_the_package():
     for step in (1, 10, 4000, 9999):
         assert ex.reference_noam_rate(step, 512, 4000) == noam_lr(step, 512, 4000)
@@ -124,7 +124,7 @@ def test_reference_noam_rate_equals_the_package():
 def test_noam_checker_accepts_the_reference(capsys):
     assert ex.check_noam_rate(ex.reference_noam_rate)
     assert ex.check_noam_rate(noam_lr)
-    assert "correct" in capsys.readouterr().out
+    assert "Exercise 9.2 (the warm-up schedule): correct" in capsys.readouterr().out
 
 
 def test_noam_checker_says_not_attempted(capsys):
@@ -140,4 +140,61 @@ def test_noam_checker_rejects_typical_mistakes(capsys):
         (lambda s, d, w: "fast", "number"),
     ]:
         assert not ex.check_noam_rate(wrong)
+        assert hint in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------- exercise 9.3
+def _annotated_targets(target: int, vocab: int, eps: float, pad_id: int = 0) -> torch.Tensor:
+    """The Annotated Transformer's LabelSmoothing for one real position, built the way its code does: fill
+    eps / (V - 2), put 1 - eps on the target, zero the <pad> column."""
+    q = torch.full((vocab,), eps / (vocab - 2), dtype=torch.float64)
+    q[target] = 1 - eps
+    q[pad_id] = 0.0
+    return q
+
+
+def test_reference_floor_is_the_entropy_of_the_annotated_targets_and_the_minimum_of_the_loss():
+    for vocab, eps in ((15, 0.1), (6, 0.3), (3, 0.2)):
+        q = _annotated_targets(4 % vocab if vocab > 4 else 1, vocab, eps)
+        assert abs(float(q.sum()) - 1.0) < 1e-12
+        entropy = float(-(q[q > 0] * q[q > 0].log()).sum())
+        assert abs(ex.reference_annotated_floor(vocab, eps) - entropy) < 1e-12
+        # cross-entropy -sum q log p: p = q gives the floor, any other distribution gives more
+        g = torch.Generator().manual_seed(vocab)
+        for _ in range(20):
+            p = torch.softmax(torch.randn(vocab, generator=g, dtype=torch.float64), 0)
+            assert float(-(q * p.log()).sum()) > entropy
+    assert ex.reference_annotated_floor(15, 0.0) == 0.0
+
+
+def test_floor_checker_accepts_the_reference(capsys):
+    assert ex.check_annotated_floor(ex.reference_annotated_floor)
+    assert "Exercise 9.3 (the floor of a smoothed loss): correct" in capsys.readouterr().out
+
+
+def test_floor_checker_says_not_attempted(capsys):
+    assert not ex.check_annotated_floor(_stub)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def _floor_pytorch(vocab, eps):
+    on, off = 1 - eps + eps / vocab, eps / vocab
+    return -on * math.log(on) - (vocab - 1) * off * math.log(off)
+
+
+def _floor_v_minus_1(vocab, eps):
+    return -(1 - eps) * math.log(1 - eps) - eps * math.log(eps / (vocab - 1))
+
+
+def test_floor_checker_rejects_typical_mistakes(capsys):
+    for wrong, hint in [
+        (_floor_pytorch, "PyTorch's convention"),
+        (_floor_v_minus_1, "V - 1 classes"),
+        (lambda v, e: -e * math.log(e / (v - 2)), "the target class is in q too"),
+        (lambda v, e: 0.0, "KL divergence"),
+        (lambda v, e: -ex.reference_annotated_floor(v, e), "sign"),
+        (lambda v, e: ex.reference_annotated_floor(v, e) / math.log(2), "expected"),  # in bits, not nats
+        (lambda v, e: "low", "number"),
+    ]:
+        assert not ex.check_annotated_floor(wrong)
         assert hint in capsys.readouterr().out

@@ -36,6 +36,17 @@ def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float 
         raise ExerciseMistake(f"{what} differs from the expected values (largest difference {worst:.3g})")
 
 
+def as_sentence(message: str) -> str:
+    """``message`` as a sentence: a capital first letter (unless it starts with code, such as ``k_cache`` or
+    ``fn(...)``) and a full stop at the end."""
+    first = message.split(" ", 1)[0]
+    if first.isalpha() and first.islower():
+        message = message[0].upper() + message[1:]
+    if message and message[-1] not in ".!?":
+        message += "."
+    return message
+
+
 def report(exercise: str, check: Callable[[], None]) -> bool:
     """Run ``check`` and print one line: correct, not attempted yet, or what went wrong. Returns True if correct."""
     try:
@@ -44,7 +55,7 @@ def report(exercise: str, check: Callable[[], None]) -> bool:
         print(f"{exercise}: not attempted yet - replace the `raise NotImplementedError` with your code.")
         return False
     except ExerciseMistake as mistake:
-        print(f"{exercise}: not yet. {mistake}")
+        print(f"{exercise}: not yet. {as_sentence(str(mistake))}")
         return False
     except Exception as error:  # the reader's code crashed: show it as feedback, not as a traceback
         print(f"{exercise}: your code raised {type(error).__name__}: {error}")

@@ -1,7 +1,11 @@
 """Exercises of notebook 04 (scaled dot-product attention): their checkers and reference solutions.
 
-1. ``check_attention(fn)``: ``fn(q, k, v)`` returns ``(output, weights)`` of softmax(Q K^T / sqrt(d_k)) V.
-2. ``check_attention_entropy(fn)``: ``fn(weights)`` returns the entropy (in nats) of every row of weights.
+4.1 ``check_attention(fn)``: ``fn(q, k, v)`` returns ``(output, weights)`` of softmax(Q K^T / sqrt(d_k)) V, for
+    inputs with any number of leading dimensions, with a softmax written from ``torch.exp`` that survives scores in
+    the hundreds.
+4.2 ``check_attention_entropy(fn)``: ``fn(weights)`` returns the entropy (in nats) of every row of weights.
+4.3 ``check_query_edit(fn)``: ``fn(w_q)`` returns the worked example's W_Q with at most two entries changed, so that
+    "ate" gives more than half of its weight to "apple" and "he" splits its weight evenly between "Ming" and "apple".
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -9,6 +13,7 @@ Each checker prints one line of feedback and returns ``True`` only for a correct
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -18,18 +23,21 @@ from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 def reference_attention(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-    """Reference solution of exercise 1.
+    """Reference solution of exercise 4.1.
 
     q: (..., len_q, d_k), k: (..., len_k, d_k), v: (..., len_k, d_v).
     Returns the output (..., len_q, d_v) and the weights (..., len_q, len_k).
     """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., len_q, len_k)
-    weights = torch.softmax(scores, dim=-1)  # each row sums to 1 over the keys
+    # softmax over the keys, written out; subtracting each row's largest score changes no weight (the factor
+    # e^-max cancels) and keeps exp from overflowing: every exponent is <= 0, and the largest is exactly 0
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    weights = exps / exps.sum(dim=-1, keepdim=True)  # each row sums to 1 over the keys
     return weights @ v, weights
 
 
 def reference_attention_entropy(weights: Tensor) -> Tensor:
-    """Reference solution of exercise 2.
+    """Reference solution of exercise 4.2.
 
     weights: (..., len_k), rows that sum to 1. Returns (...,): -sum_j w_j ln w_j, with 0 ln 0 counted as 0.
     """
@@ -37,19 +45,56 @@ def reference_attention_entropy(weights: Tensor) -> Tensor:
     return -(weights * torch.log(safe)).sum(dim=-1)
 
 
-# ----------------------------------------------------------------------------------------------- exercise 1
-def _attention_inputs() -> tuple[Tensor, Tensor, Tensor]:
-    """len_q, len_k, d_k and d_v all differ, so a transposed matrix shows up as a wrong shape."""
-    g = torch.Generator().manual_seed(4)
-    q = torch.randn(2, 3, 5, 8, generator=g)
-    k = torch.randn(2, 3, 7, 8, generator=g)
-    v = torch.randn(2, 3, 7, 6, generator=g)
+# --------------------------------------------------------------------------------------------- exercise 4.1
+def _attention_inputs(leading: tuple[int, ...] = (2, 3), scale: float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
+    """len_q, len_k, d_k and d_v all differ, so a transposed matrix shows up as a wrong shape. ``leading`` are the
+    dimensions in front, (batch, heads) by default. ``scale`` multiplies q and k: 10 gives scaled scores with a
+    standard deviation of about 100, where exp overflows float32 (above 88.7)."""
+    g = torch.Generator().manual_seed(4 + len(leading))
+    q = torch.randn(*leading, 5, 8, generator=g) * scale
+    k = torch.randn(*leading, 7, 8, generator=g) * scale
+    v = torch.randn(*leading, 7, 6, generator=g)
     return q, k, v
 
 
-def _check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]) -> None:
-    q, k, v = _attention_inputs()
-    result = fn(q.clone(), k.clone(), v.clone())
+_TRANSPOSE_HINT = (
+    "`k.T` (and `k.t()`) reverse ALL the dimensions of a batched tensor, so the batch and head axes end up in the "
+    "wrong places. Swap only the last two: `k.transpose(-2, -1)` (or `k.mT`)."
+)
+
+
+def _call(fn: Callable[[Tensor, Tensor, Tensor], object], q: Tensor, k: Tensor, v: Tensor) -> object:
+    """Call the reader's function on copies of the inputs, without PyTorch's deprecation warning for `x.T` on a
+    tensor that is not 2-D: the checker explains that slip itself."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*use of `x\.T` on tensors.*")
+        return fn(q.clone(), k.clone(), v.clone())
+
+
+def _works_on_matrices(fn: Callable[[Tensor, Tensor, Tensor], object]) -> bool:
+    """True if ``fn`` gives the right answer on plain 2-D inputs (len, d), where `k.T` is correct."""
+    q, k, v = _attention_inputs(leading=())
+    try:
+        result = _call(fn, q, k, v)
+    except Exception:
+        return False
+    if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, Tensor) for t in result)):
+        return False
+    out, weights = result
+    expected_out, expected_weights = reference_attention(q, k, v)
+    return (
+        out.shape == expected_out.shape
+        and weights.shape == expected_weights.shape
+        and torch.allclose(out.detach(), expected_out, atol=1e-5)
+        and torch.allclose(weights.detach(), expected_weights, atol=1e-5)
+    )
+
+
+def _check_attention_case(
+    fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]], leading: tuple[int, ...], scale: float = 1.0
+) -> None:
+    q, k, v = _attention_inputs(leading, scale)
+    result = _call(fn, q, k, v)
     expect(
         isinstance(result, tuple) and len(result) == 2,
         f"return a tuple (output, weights), got {type(result).__name__}",
@@ -62,6 +107,13 @@ def _check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor
         f"weights have shape {tuple(weights.shape)}, expected (..., len_q, len_k) = {tuple(expected_weights.shape)}",
     )
     w = weights.detach().double()
+    if not w.isfinite().all():
+        raise ExerciseMistake(
+            f"some weights are NaN or inf for scores in the hundreds (q and k times {scale:g}). torch.exp overflows "
+            "to inf above 88.7 in float32 (and inf / inf is NaN), and a row whose exps all underflow to 0 gives 0 / 0. "
+            "Subtract each row's own largest score before exp, `scores.amax(dim=-1, keepdim=True)`: the weights do "
+            "not change, and the largest exponent becomes exactly 0."
+        )
     if not torch.allclose(w.sum(-1), torch.ones_like(w.sum(-1)), atol=1e-4):
         if torch.allclose(w.sum(-2), torch.ones_like(w.sum(-2)), atol=1e-4):
             raise ExerciseMistake("the columns of your weights sum to 1, not the rows: take the softmax over dim=-1.")
@@ -80,12 +132,43 @@ def _check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor
     expect_close(out, expected_out, "output (weights @ v)")
 
 
+def _check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]) -> None:
+    cases = [
+        ((2, 3), 1.0, "inputs of shape (batch, heads, len, d)"),
+        ((4,), 1.0, "inputs of shape (batch, len, d)"),
+        ((2, 3), 10.0, "inputs whose scores are in the hundreds"),
+    ]
+    for number, (leading, scale, what) in enumerate(cases):
+        try:
+            _check_attention_case(fn, leading, scale)
+        except (RuntimeError, IndexError) as error:  # a shape error inside the reader's code
+            if _works_on_matrices(fn):
+                raise ExerciseMistake(
+                    f"Your code is right for 2-D matrices (len, d) but raised {type(error).__name__} on {what}. "
+                    + _TRANSPOSE_HINT
+                ) from error
+            if "must match the size" in str(error):  # most often a row max or row sum without keepdim
+                raise ExerciseMistake(
+                    f"two shapes do not broadcast on {what} ({error}). A row's max and sum lose the reduced "
+                    "dimension unless you keep it: `scores.amax(dim=-1, keepdim=True)` and "
+                    "`exps.sum(dim=-1, keepdim=True)` have shape (..., len_q, 1), which broadcasts over the keys."
+                ) from error
+            if number == 1:  # the 4-D case passed: the dims were counted from the front
+                raise ExerciseMistake(
+                    f"Your code works on (batch, heads, len, d) but raised {type(error).__name__} on {what}: "
+                    "count the dimensions from the end, `k.transpose(-2, -1)` and `softmax(dim=-1)`, so that any "
+                    "number of leading dimensions works."
+                ) from error
+            raise
+
+
 def check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]) -> bool:
-    """Exercise 1: ``fn(q, k, v)`` must return (output, weights) of scaled dot-product attention."""
-    return report("Exercise 1 (attention from scratch)", lambda: _check_attention(fn))
+    """Exercise 4.1: ``fn(q, k, v)`` must return (output, weights) of scaled dot-product attention, also for
+    scores in the hundreds."""
+    return report("Exercise 4.1 (attention from scratch)", lambda: _check_attention(fn))
 
 
-# ----------------------------------------------------------------------------------------------- exercise 2
+# --------------------------------------------------------------------------------------------- exercise 4.2
 def _entropy_cases() -> list[tuple[str, Tensor]]:
     g = torch.Generator().manual_seed(5)
     return [
@@ -113,5 +196,94 @@ def _check_entropy(fn: Callable[[Tensor], Tensor]) -> None:
 
 
 def check_attention_entropy(fn: Callable[[Tensor], Tensor]) -> bool:
-    """Exercise 2: ``fn(weights)`` must return the entropy in nats of each row of ``weights`` (..., len_k)."""
-    return report("Exercise 2 (attention entropy)", lambda: _check_entropy(fn))
+    """Exercise 4.2: ``fn(weights)`` must return the entropy in nats of each row of ``weights`` (..., len_k)."""
+    return report("Exercise 4.2 (attention entropy)", lambda: _check_entropy(fn))
+
+
+# --------------------------------------------------------------------------------------------- exercise 4.3
+EXAMPLE_TOKENS = ["Ming", "bought", "an", "apple", "he", "ate", "it"]
+EXAMPLE_FEATURES = ["person", "thing", "action", "article", "seeks person", "seeks thing"]
+EXAMPLE_SPACE = ["person", "thing", "action"]
+
+
+def worked_example() -> tuple[Tensor, Tensor, Tensor]:
+    """The hand-set example of notebook 04, section 3: X (7 tokens, 6 features), W_Q and W_K (6, 3)."""
+    x = torch.zeros(len(EXAMPLE_TOKENS), len(EXAMPLE_FEATURES))
+    for token, feature in (
+        ("Ming", "person"),
+        ("bought", "action"),
+        ("an", "article"),
+        ("apple", "thing"),
+        ("he", "seeks person"),
+        ("ate", "action"),
+        ("it", "seeks thing"),
+    ):
+        x[EXAMPLE_TOKENS.index(token), EXAMPLE_FEATURES.index(feature)] = 1.0
+    w_k = torch.zeros(6, 3)
+    w_k[0, 0] = w_k[1, 1] = w_k[2, 2] = 1.0  # a person/thing/action offers itself as one
+    w_q = torch.zeros(6, 3)
+    w_q[4, 0] = 5.0  # "seeks person" looks for a person
+    w_q[5, 1] = 5.0  # "seeks thing" looks for a thing
+    w_q[0, 2] = w_q[1, 2] = 2.0  # nouns look (weakly) for an action
+    w_q[2, 1] = 2.0  # actions look (weakly) for a thing
+    return x, w_q, w_k
+
+
+def example_weights(w_q: Tensor) -> Tensor:
+    """The worked example's attention weights (7, 7) with the queries made by ``w_q`` (6, 3)."""
+    x, _, w_k = worked_example()
+    q, k = x @ w_q, x @ w_k
+    return torch.softmax(q @ k.T / math.sqrt(k.shape[-1]), dim=-1)
+
+
+def reference_query_edit(w_q: Tensor) -> Tensor:
+    """Reference solution of exercise 4.3: two entries of W_Q (6 features, 3 query dimensions) changed.
+
+    "ate" has only the feature "action", so its query is the row "action" of W_Q: making that row seek a thing as
+    strongly as a pronoun does (5 instead of 2) gives "apple" 0.75 of its weight. "he" has only "seeks person":
+    making that row seek a thing as strongly as a person gives "Ming" and "apple" equal scores.
+    """
+    w_q = w_q.clone()
+    w_q[EXAMPLE_FEATURES.index("action"), EXAMPLE_SPACE.index("thing")] = 5.0
+    w_q[EXAMPLE_FEATURES.index("seeks person"), EXAMPLE_SPACE.index("thing")] = 5.0
+    return w_q
+
+
+def _check_query_edit(fn: Callable[[Tensor], Tensor]) -> None:
+    _, original, _ = worked_example()
+    new = fn(original.clone())
+    expect(new is not None, "Return the edited W_Q (a tensor of shape (6, 3)); your function returned None.")
+    expect_tensor(new, "your W_Q", original.shape, "(6 features, 3 query dimensions)")
+    changed = (new.detach() != original).nonzero().tolist()
+    expect(
+        len(changed) <= 2,
+        f"You changed {len(changed)} entries of W_Q; two are enough (one per goal). Changed (feature, dim): "
+        + ", ".join(f"({EXAMPLE_FEATURES[i]!r}, {EXAMPLE_SPACE[j]!r})" for i, j in changed),
+    )
+    tok = EXAMPLE_TOKENS.index
+    w, before = example_weights(new.detach().float()), example_weights(original)
+    ate_apple, ate_apple_before = w[tok("ate"), tok("apple")].item(), before[tok("ate"), tok("apple")].item()
+    he_ming, he_apple = w[tok("he"), tok("Ming")].item(), w[tok("he"), tok("apple")].item()
+    if ate_apple <= 0.5:
+        more = "more than before, but " if ate_apple > ate_apple_before + 1e-6 else ""
+        raise ExerciseMistake(
+            f"'ate' gives {ate_apple:.2f} of its weight to 'apple', {more}not more than half. 'ate' has only the "
+            "feature 'action', so its query is the row 'action' of W_Q. Against six scores of 0, a scaled score "
+            "a = entry / sqrt(3) gets the weight e^a / (e^a + 6), so a must exceed ln 6 = 1.79."
+        )
+    if abs(he_ming - he_apple) >= 0.01:
+        raise ExerciseMistake(
+            f"'he' gives {he_ming:.2f} to 'Ming' and {he_apple:.2f} to 'apple'. Equal weights need equal scores: "
+            "the row 'seeks person' (the only feature of 'he') must seek a thing exactly as strongly as a person."
+        )
+    if he_ming + he_apple <= 0.5:
+        raise ExerciseMistake(
+            f"'he' gives 'Ming' and 'apple' {he_ming:.2f} each, together not more than half: it spreads its weight "
+            "over the other tokens too. Keep it looking for a person and make it look for a thing as strongly."
+        )
+
+
+def check_query_edit(fn: Callable[[Tensor], Tensor]) -> bool:
+    """Exercise 4.3: ``fn(w_q)`` must return W_Q with at most two entries changed so that "ate" gives more than half
+    its weight to "apple", "he" splits its weight evenly between "Ming" and "apple" (together more than half)."""
+    return report("Exercise 4.3 (redesign two queries)", lambda: _check_query_edit(fn))

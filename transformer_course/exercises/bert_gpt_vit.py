@@ -1,7 +1,8 @@
 """Exercises of notebook 11 (BERT, GPT and ViT): their checkers and reference solutions.
 
-1. ``check_mlm_corruption(fn)``: ``fn(ids, chosen, action, random_ids, mask_id)`` applies BERT's 80/10/10 rule and
-   returns ``(inputs, labels)`` (labels: the original id where chosen, ``<pad>`` = 0 elsewhere).
+1. ``check_span_corruption(fn)``: ``fn(words, dropped)`` turns a sentence and a mask of dropped words into T5's
+   span-corruption pair: each run of dropped words becomes one sentinel ``<extra_id_k>`` in the input, and the target
+   lists the spans after their sentinels, closed by one more sentinel.
 2. ``check_segment_ids(fn)``: ``fn(ids, sep_id, pad_id)`` gives the segment ids of ``[CLS] A [SEP] B [SEP] <pad>...``
    (0 up to and including the first ``[SEP]``, 1 after it, 0 on padding), with no loop over rows.
 3. ``check_patchify(fn)``: ``fn(images, patch_size)`` cuts (batch, H, W) images into (batch, num_patches,
@@ -17,7 +18,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..bert import CLS_ID, FIRST_WORD_ID, MASK_ID, SEP_ID, corrupt_for_mlm, pair_inputs, segment_ids
+from ..bert import SEP_ID, pair_inputs, segment_ids
 from ..data import PAD_ID
 from ..variants import patchify
 from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
@@ -28,93 +29,123 @@ def _same(a: Tensor, b: Tensor) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- exercise 1
-def reference_mlm_corruption(
-    ids: Tensor, chosen: Tensor, action: Tensor, random_ids: Tensor, mask_id: int = MASK_ID
-) -> tuple[Tensor, Tensor]:
-    """Reference solution of exercise 1: chosen and action < 0.8 -> [MASK]; chosen and 0.8 <= action < 0.9 -> the
-    random word; everything else unchanged. Labels: the original id where chosen, <pad> (0) elsewhere."""
-    inputs = ids.clone()
-    inputs[chosen & (action < 0.8)] = mask_id
-    swap = chosen & (action >= 0.8) & (action < 0.9)
-    inputs[swap] = random_ids[swap]
-    labels = torch.where(chosen, ids, torch.zeros_like(ids))
-    return inputs, labels
+def sentinel(k: int) -> str:
+    """T5's k-th sentinel token, which stands for the k-th dropped span: ``<extra_id_k>``."""
+    return f"<extra_id_{k}>"
 
 
-def _mlm_case(seed: int, batch: int, length: int, vocab: int = 50) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(FIRST_WORD_ID, vocab, (batch, length), generator=g)
-    ids[:, 0] = CLS_ID
-    ids[:, -1] = SEP_ID
-    chosen = (torch.rand(batch, length, generator=g) < 0.4) & (ids >= FIRST_WORD_ID)
-    action = torch.rand(batch, length, generator=g)
-    random_ids = torch.randint(FIRST_WORD_ID, vocab, (batch, length), generator=g)
-    return ids, chosen, action, random_ids
+def reference_span_corruption(words: list[str], dropped: list[bool]) -> tuple[list[str], list[str]]:
+    """Reference solution of exercise 11.1: T5's span corruption from a mask of dropped words.
+
+    Each run of consecutive dropped words is one span. In the input a span is replaced by one sentinel
+    (``<extra_id_0>``, ``<extra_id_1>``, ... in order); the target lists each span after its sentinel and ends with
+    one more sentinel. Returns (input words, target words).
+    """
+    source: list[str] = []
+    target: list[str] = []
+    spans = 0
+    for i, (word, gone) in enumerate(zip(words, dropped)):
+        if not gone:
+            source.append(word)
+            continue
+        if i == 0 or not dropped[i - 1]:  # the first word of a new span
+            source.append(sentinel(spans))
+            target.append(sentinel(spans))
+            spans += 1
+        target.append(word)
+    target.append(sentinel(spans))  # closes the last span
+    return source, target
 
 
-def _mlm_mistakes(ids: Tensor, chosen: Tensor, action: Tensor, random_ids: Tensor) -> dict[str, tuple[Tensor, Tensor]]:
-    right_inputs, right_labels = corrupt_for_mlm(ids, chosen, action, random_ids)
-    all_masked = torch.where(chosen, torch.full_like(ids, MASK_ID), ids)
-    swapped_inputs = torch.where(chosen & (action < 0.8), torch.full_like(ids, MASK_ID), ids)
-    swapped_inputs = torch.where(chosen & (action >= 0.9), random_ids, swapped_inputs)
-    everywhere = torch.ones_like(chosen)
-    unchosen_inputs, _ = corrupt_for_mlm(ids, everywhere, action, random_ids)
+def _span_cases() -> list[tuple[list[str], list[bool]]]:
+    sentence = "return the number of items in the queue if it is not empty".split()
+    n = len(sentence)
+    marks = [
+        [i in (2, 3, 8) for i in range(n)],  # two spans: "number of", "if"
+        [i in (0, 1, 5, 6, 7, 12) for i in range(n)],  # spans at the start and at the end
+        [i in (3, 5) for i in range(n)],  # two one-word spans with one word between them
+        [False] * n,  # nothing dropped
+        [i in (4, 5, 6, 7) for i in range(n)],  # one long span
+    ]
+    return [(sentence, m) for m in marks]
+
+
+def _span_mistakes(words: list[str], dropped: list[bool]) -> dict[str, tuple[list[str], list[str]]]:
+    source, target = reference_span_corruption(words, dropped)
+    per_word_source, per_word_target = [], []
+    for k, (word, gone) in enumerate((w, g) for w, g in zip(words, dropped)):
+        if gone:
+            marker = sentinel(sum(dropped[:k]))
+            per_word_source.append(marker)
+            per_word_target += [marker, word]
+        else:
+            per_word_source.append(word)
+    per_word_target.append(sentinel(sum(dropped)))
+    same_number = (
+        [sentinel(0) if w.startswith("<extra_id_") else w for w in source],
+        [sentinel(0) if w.startswith("<extra_id_") else w for w in target],
+    )
+
+    def shift(w: str) -> str:
+        return sentinel(int(w[len("<extra_id_") : -1]) + 1) if w.startswith("<extra_id_") else w
+
+    from_one = ([shift(w) for w in source], [shift(w) for w in target])
     return {
-        "labels: only the chosen positions get a label; the others must be <pad> = 0, which the loss ignores (you "
-        "labelled every position)": (right_inputs, ids.clone()),
-        "labels: this course marks 'no label' with <pad> = 0 (as the seq2seq labels do), not -100": (
-            right_inputs,
-            torch.where(chosen, ids, torch.full_like(ids, -100)),
+        "consecutive dropped words form ONE span and share one sentinel; you gave every dropped word its own": (
+            per_word_source,
+            per_word_target,
         ),
-        "labels must hold the ORIGINAL ids of the chosen positions, not the corrupted inputs": (
-            right_inputs,
-            torch.where(chosen, right_inputs, torch.zeros_like(ids)),
+        "the target ends with one more sentinel after the last span (it marks where that span ends)": (
+            source,
+            target[:-1],
         ),
-        "inputs: you replaced every chosen token by [MASK]; only those with action < 0.8 get [MASK], 0.8 <= action "
-        "< 0.9 get the random word, and the rest stay as they are": (all_masked, right_labels),
-        "inputs: the 10% bands are swapped: the random word goes where 0.8 <= action < 0.9, and tokens with "
-        "action >= 0.9 stay unchanged": (swapped_inputs, right_labels),
-        "inputs: positions that were NOT chosen must never change; combine the action test with `chosen`": (
-            unchosen_inputs,
-            right_labels,
+        "number the sentinels in order, <extra_id_0>, <extra_id_1>, ...: each span gets the next number": same_number,
+        "the first sentinel is <extra_id_0>: number the spans from 0, as Python counts": from_one,
+        "each span in the target starts with its sentinel, so the decoder knows which gap it is filling": (
+            source,
+            [w for w in target if not w.startswith("<extra_id_")] + [target[-1]],
         ),
     }
 
 
-def _check_mlm(fn: Callable[..., tuple[Tensor, Tensor]]) -> None:
-    for seed, batch, length in ((0, 2, 12), (1, 4, 30), (2, 1, 5)):
-        ids, chosen, action, random_ids = _mlm_case(seed, batch, length)
-        what = f"for a batch of shape {(batch, length)}"
-        result = fn(ids.clone(), chosen.clone(), action.clone(), random_ids.clone(), MASK_ID)
+def _check_span_corruption(fn: Callable[[list[str], list[bool]], tuple[list[str], list[str]]]) -> None:
+    for words, dropped in _span_cases():
+        result = fn(list(words), list(dropped))
         expect(
-            isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, Tensor) for t in result),
-            f"return a tuple (inputs, labels) of two tensors, got {type(result).__name__}",
+            isinstance(result, tuple) and len(result) == 2 and all(isinstance(r, list) for r in result),
+            f"return a tuple (input words, target words) of two lists, got {type(result).__name__}",
         )
-        inputs, labels = result
-        expected_inputs, expected_labels = corrupt_for_mlm(ids, chosen, action, random_ids)
-        for name, got, want in (("inputs", inputs, expected_inputs), ("labels", labels, expected_labels)):
-            expect(
-                tuple(got.shape) == tuple(want.shape),
-                f"{name} {what} has shape {tuple(got.shape)}, expected {tuple(want.shape)}",
-            )
-        if _same(inputs, expected_inputs) and _same(labels, expected_labels):
+        source, target = (list(map(str, r)) for r in result)
+        want_source, want_target = reference_span_corruption(words, dropped)
+        if source == want_source and target == want_target:
             continue
-        for hint, (wrong_inputs, wrong_labels) in _mlm_mistakes(ids, chosen, action, random_ids).items():
-            if _same(inputs, wrong_inputs) and _same(labels, wrong_labels):
+        what = "dropping " + (
+            ", ".join(repr(w) for w, d in zip(words, dropped) if d) if any(dropped) else "no word at all"
+        )
+        for hint, (wrong_source, wrong_target) in _span_mistakes(words, dropped).items():
+            if source == wrong_source and target == wrong_target:
                 raise ExerciseMistake(f"{what}: {hint}.")
-        for name, got, want in (("inputs", inputs, expected_inputs), ("labels", labels, expected_labels)):
-            wrong = (got.detach().long() != want).sum().item()
-            expect(wrong == 0, f"{name} {what} differ from the expected ones at {wrong} positions")
+        kept = [w for w, d in zip(words, dropped) if not d]
+        if [w for w in source if not w.startswith("<extra_id_")] != kept:
+            raise ExerciseMistake(
+                f"{what}: the input must keep every word that was not dropped, in order, and lose the dropped ones; "
+                f"got {' '.join(source)}"
+            )
+        raise ExerciseMistake(
+            f"{what}: expected input {' '.join(want_source)!r} and target {' '.join(want_target)!r}, "
+            f"got {' '.join(source)!r} and {' '.join(target)!r}"
+        )
 
 
-def check_mlm_corruption(fn: Callable[..., tuple[Tensor, Tensor]]) -> bool:
-    """Exercise 1: ``fn(ids, chosen, action, random_ids, mask_id)`` must apply BERT's 80/10/10 rule."""
-    return report("Exercise 1 (80/10/10 masking)", lambda: _check_mlm(fn))
+def check_span_corruption(fn: Callable[[list[str], list[bool]], tuple[list[str], list[str]]]) -> bool:
+    """Exercise 11.1: ``fn(words, dropped)`` must return T5's (input, target) for the spans that ``dropped`` marks."""
+    return report("Exercise 11.1 (span corruption)", lambda: _check_span_corruption(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 2
 def reference_segment_ids(ids: Tensor, sep_id: int = SEP_ID, pad_id: int = PAD_ID) -> Tensor:
-    """Reference solution of exercise 2: count the [SEP]s strictly before each position, cap at 1, zero the padding."""
+    """Reference solution of exercise 11.2: count the [SEP]s strictly before each position, cap at 1, zero the
+    padding."""
     is_sep = (ids == sep_id).long()
     before = is_sep.cumsum(dim=1) - is_sep
     return before.clamp(max=1).masked_fill(ids == pad_id, 0)
@@ -169,13 +200,14 @@ def _check_segments(fn: Callable[[Tensor, int, int], Tensor]) -> None:
 
 
 def check_segment_ids(fn: Callable[[Tensor, int, int], Tensor]) -> bool:
-    """Exercise 2: ``fn(ids, sep_id, pad_id)`` must give 0 up to the first [SEP] (included), 1 after, 0 on padding."""
-    return report("Exercise 2 (segment ids)", lambda: _check_segments(fn))
+    """Exercise 11.2: ``fn(ids, sep_id, pad_id)`` must give 0 up to the first [SEP] (included), 1 after, 0 on
+    padding."""
+    return report("Exercise 11.2 (segment ids)", lambda: _check_segments(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 3
 def reference_patchify(images: Tensor, patch_size: int) -> Tensor:
-    """Reference solution of exercise 3: (batch, H, W) -> (batch, (H/p) * (W/p), p * p)."""
+    """Reference solution of exercise 11.3: (batch, H, W) -> (batch, (H/p) * (W/p), p * p)."""
     batch, height, width = images.shape
     p = patch_size
     x = images.reshape(batch, height // p, p, width // p, p)  # (batch, row, y, col, x)
@@ -217,5 +249,5 @@ def _check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
 
 
 def check_patchify(fn: Callable[[Tensor, int], Tensor]) -> bool:
-    """Exercise 3: ``fn(images, patch_size)`` must cut (batch, H, W) images into flattened patches, row by row."""
-    return report("Exercise 3 (patchify)", lambda: _check_patchify(fn))
+    """Exercise 11.3: ``fn(images, patch_size)`` must cut (batch, H, W) images into flattened patches, row by row."""
+    return report("Exercise 11.3 (patchify)", lambda: _check_patchify(fn))

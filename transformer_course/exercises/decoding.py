@@ -3,30 +3,33 @@
 1. ``check_top_k(fn)``: ``fn(logits, k)`` keeps the k largest logits of each row and sets the rest to -inf.
 2. ``check_top_p(fn)``: ``fn(logits, p)`` keeps the nucleus: the fewest most-likely tokens whose probabilities
    reach p (the most likely token always stays), the rest -inf.
-3. ``check_greedy_step(fn)``: ``fn(logits, finished, eos_id, pad_id)`` picks each row's next token in batched
-   greedy decoding and updates which rows are finished.
+3. ``check_cached_attention(fn)``: ``fn(q, k, v, cache)`` is one decoding step of self-attention with a KV cache:
+   append the newest position's key and value to the cache, attend over everything cached, and return
+   ``(output, (keys, values))``. Step by step it must equal attention over the whole sequence with a causal mask.
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, report
+from ._core import ExerciseMistake, expect, expect_tensor, report
 
 
 def reference_top_k(logits: Tensor, k: int) -> Tensor:
-    """Reference solution of exercise 1. logits: (..., V). Returns (..., V) with all but the top k at -inf."""
+    """Reference solution of exercise 10.1. logits: (..., V). Returns (..., V) with all but the top k at -inf."""
     kth_largest = logits.topk(k, dim=-1).values[..., -1:]  # (..., 1)
     return logits.masked_fill(logits < kth_largest, float("-inf"))
 
 
 def reference_top_p(logits: Tensor, p: float) -> Tensor:
-    """Reference solution of exercise 2. logits: (..., V). Returns (..., V) with tokens outside the nucleus at -inf."""
+    """Reference solution of exercise 10.2. logits: (..., V). Returns (..., V), tokens outside the nucleus at -inf."""
     sorted_logits, order = logits.sort(dim=-1, descending=True)
     probs = sorted_logits.softmax(dim=-1)
     mass_before = probs.cumsum(dim=-1) - probs  # probability of every token ranked above this one
@@ -35,17 +38,24 @@ def reference_top_p(logits: Tensor, p: float) -> Tensor:
     return logits.masked_fill(drop, float("-inf"))
 
 
-def reference_greedy_step(logits: Tensor, finished: Tensor, eos_id: int = 2, pad_id: int = 0) -> tuple[Tensor, Tensor]:
-    """Reference solution of exercise 3.
+Cache = tuple[Tensor, Tensor]
 
-    logits: (batch, V) next-token logits, finished: (batch,) bool. Returns (next_tokens (batch,), finished (batch,)):
-    the argmax for rows still running, <pad> for rows already finished; a row becomes finished when it emits <eos>.
+
+def reference_cached_attention(q: Tensor, k: Tensor, v: Tensor, cache: Cache) -> tuple[Tensor, Cache]:
+    """Reference solution of exercise 10.3: one step of self-attention with a KV cache.
+
+    q, k, v: (batch, heads, 1, d_k), the newest position's query, key and value. cache: (keys, values), each
+    (batch, heads, t, d_k), the keys and values of the t earlier positions (t = 0 at the first step). Returns
+    (output (batch, heads, 1, d_k), (keys, values) each (batch, heads, t + 1, d_k)). No mask is needed: the cache
+    holds only earlier positions and the newest one, exactly what the causal mask would let it see.
     """
-    next_tokens = logits.argmax(dim=-1).masked_fill(finished, pad_id)
-    return next_tokens, finished | (next_tokens == eos_id)
+    keys = torch.cat([cache[0], k], dim=2)  # (batch, heads, t + 1, d_k): the cache grows along the positions
+    values = torch.cat([cache[1], v], dim=2)
+    scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (batch, heads, 1, t + 1)
+    return scores.softmax(dim=-1) @ values, (keys, values)
 
 
-# ----------------------------------------------------------------------------------------------- exercise 1
+# ----------------------------------------------------------------------------------------------- exercises 1, 2
 def _logits() -> Tensor:
     g = torch.Generator().manual_seed(11)
     return torch.randn(4, 9, generator=g) * 2
@@ -58,7 +68,15 @@ def _kept(x: Tensor) -> Tensor:
 def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, settings) -> None:
     logits = _logits()
     for s in settings:
-        result = fn(logits.clone(), s)
+        try:
+            result = fn(logits.clone(), s)
+        except RuntimeError as error:
+            if "must match the size of tensor" in str(error):
+                raise ExerciseMistake(
+                    f"{name}={s}: compare each row with its own threshold, a (rows, 1) tensor that broadcasts over the "
+                    f"row: keep the last dimension, values[..., -1:] rather than values[..., -1]. ({error})"
+                ) from error
+            raise
         expected = reference(logits, s)
         expect(isinstance(result, Tensor), f"return a torch.Tensor, got {type(result).__name__}")
         expect(
@@ -72,8 +90,35 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
         )
         if bool((got & ~want).any()) or bool((~got & want).any()):
             counts, wanted = got.sum(-1).tolist(), want.sum(-1).tolist()
+            removed = ~want & got  # tokens that should be gone but are still finite
+            if bool((result[removed] == 0).all()) and torch.equal(result[want], logits[want]):
+                raise ExerciseMistake(
+                    f"{name}={s}: the removed tokens hold 0; set them to float('-inf'), not 0. A logit of 0 is not "
+                    "a probability of 0: softmax gives it exp(0) / sum > 0, so the token could still be drawn."
+                )
+            if bool((result[removed] < -1e3).all()) and torch.equal(result[want], logits[want]):
+                raise ExerciseMistake(
+                    f"{name}={s}: the removed tokens hold a large negative number; use float('-inf'), which "
+                    "softmax turns into exactly 0 whatever the other logits and the temperature are."
+                )
             if name == "k" and all(c == s - 1 for c in counts):
                 raise ExerciseMistake(f"k={s}: you kept {s - 1} tokens per row; keep the k largest (ties aside).")
+            if name == "p" and counts == wanted:
+                sorted_logits = logits.sort(dim=-1, descending=True).values
+                in_sorted_order = reference(sorted_logits, s)
+                if torch.equal(_kept(result), _kept(in_sorted_order)) and torch.equal(
+                    result[_kept(result)], in_sorted_order[_kept(in_sorted_order)]
+                ):
+                    raise ExerciseMistake(
+                        f"p={s}: the right tokens, but returned in sorted order; put every logit back at its token's "
+                        "place in the vocabulary (scatter with the indices that sort returned)"
+                    )
+                raise ExerciseMistake(
+                    f"p={s}: the right number of tokens per row, but not the right ones: the mask you computed on "
+                    "the sorted row must go back to vocabulary order, "
+                    "torch.zeros_like(mask_sorted).scatter(-1, order, mask_sorted) "
+                    "(gather with the sort indices applies the sorting again instead of undoing it)"
+                )
             if not bool(got.any(-1).all()):
                 raise ExerciseMistake(
                     f"{name}={s}: some rows keep no token at all; "
@@ -96,44 +141,119 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
 
 
 def check_top_k(fn: Callable[[Tensor, int], Tensor]) -> bool:
-    """Exercise 1: ``fn(logits, k)`` returns the logits with all but the k largest of each row set to -inf."""
-    return report("Exercise 1 (top-k filtering)", lambda: _check_filter("k", fn, reference_top_k, (1, 3, 9)))
+    """Exercise 10.1: ``fn(logits, k)`` returns the logits with all but the k largest of each row set to -inf."""
+    return report("Exercise 10.1 (top-k filtering)", lambda: _check_filter("k", fn, reference_top_k, (1, 3, 9)))
 
 
 def check_top_p(fn: Callable[[Tensor, float], Tensor]) -> bool:
-    """Exercise 2: ``fn(logits, p)`` returns the logits with every token outside the top-p nucleus set to -inf."""
+    """Exercise 10.2: ``fn(logits, p)`` returns the logits with every token outside the top-p nucleus set to -inf."""
     return report(
-        "Exercise 2 (top-p / nucleus filtering)", lambda: _check_filter("p", fn, reference_top_p, (0.3, 0.6, 0.9, 1.0))
+        "Exercise 10.2 (top-p / nucleus filtering)",
+        lambda: _check_filter("p", fn, reference_top_p, (0.3, 0.6, 0.9, 1.0)),
     )
 
 
 # ----------------------------------------------------------------------------------------------- exercise 3
-def _check_greedy_step(fn: Callable[[Tensor, Tensor, int, int], tuple[Tensor, Tensor]]) -> None:
-    logits = torch.full((4, 6), -1.0)
-    logits[0, 4] = 3.0  # running row, picks 4
-    logits[1, 2] = 3.0  # running row, picks <eos> -> becomes finished
-    logits[2, 5] = 3.0  # already finished row: must get <pad>, not 5
-    logits[3, 2] = 3.0  # already finished row whose argmax is <eos>: still <pad>
-    finished = torch.tensor([False, False, True, True])
-    result = fn(logits.clone(), finished.clone(), 2, 0)
-    expect(
-        isinstance(result, tuple) and len(result) == 2,
-        f"return a tuple (next_tokens, finished), got {type(result).__name__}",
+BATCH, HEADS, STEPS, D_K = 2, 3, 5, 4
+
+
+def _sequence() -> tuple[Tensor, Tensor, Tensor]:
+    """Queries, keys and values of a whole sequence: each (batch, heads, steps, d_k)."""
+    g = torch.Generator().manual_seed(7)
+    return tuple(torch.randn(BATCH, HEADS, STEPS, D_K, generator=g) for _ in range(3))  # type: ignore[return-value]
+
+
+def _causal_attention(q: Tensor, k: Tensor, v: Tensor, scale: bool = True) -> Tensor:
+    """Uncached attention over the whole sequence with a causal mask: (batch, heads, steps, d_k)."""
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+    n = q.shape[-2]
+    allowed = torch.ones(n, n, dtype=torch.bool).tril()
+    return scores.masked_fill(~allowed, float("-inf")).softmax(dim=-1) @ v
+
+
+def _excluding_self(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """What a step gives if it attends over the earlier positions only (step 0, with nothing cached, gives 0)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    n = q.shape[-2]
+    earlier = torch.ones(n, n, dtype=torch.bool).tril(-1)
+    weights = scores.masked_fill(~earlier, float("-inf")).softmax(dim=-1).nan_to_num(0.0)
+    return weights @ v
+
+
+def _cat_dimension(error: Exception) -> int | None:
+    """The dimension torch.cat complained about ("Sizes of tensors must match except in dimension 3"), if any."""
+    found = re.search(r"except in dimension (-?\d+)", str(error))
+    return int(found.group(1)) if found else None
+
+
+def _wrong_dimension_hint(dim: int) -> str:
+    return (
+        f"the new key and value were concatenated along dimension {dim}; the cache grows along the positions, "
+        "dim=2 of (batch, heads, positions, d_k): torch.cat([cache_k, k], dim=2)"
     )
-    tokens, done = result
-    expect(isinstance(tokens, Tensor) and tokens.shape == (4,), "next_tokens must be a tensor of shape (batch,)")
-    expect(isinstance(done, Tensor) and done.shape == (4,), "finished must be a tensor of shape (batch,)")
-    expect(int(tokens[0]) == 4, f"row 0 is running: take the argmax (4), got {int(tokens[0])}")
-    if int(tokens[2]) == 5 or int(tokens[3]) == 2:
-        raise ExerciseMistake("rows that were already finished must get <pad> (pad_id), not a new token.")
-    expect(tokens.tolist() == [4, 2, 0, 0], f"expected next tokens [4, 2, 0, 0], got {tokens.tolist()}")
-    if not bool(done[1]):
-        raise ExerciseMistake("row 1 just produced <eos>: mark it finished.")
-    if not bool(done[2] and done[3]):
-        raise ExerciseMistake("a finished row stays finished (combine the old mask with the new <eos> test using |).")
-    expect(done.tolist() == [False, True, True, True], f"expected finished [F, T, T, T], got {done.tolist()}")
 
 
-def check_greedy_step(fn: Callable[[Tensor, Tensor, int, int], tuple[Tensor, Tensor]]) -> bool:
-    """Exercise 3: ``fn(logits, finished, eos_id, pad_id)`` returns (next_tokens, finished) for one greedy step."""
-    return report("Exercise 3 (one step of batched greedy decoding)", lambda: _check_greedy_step(fn))
+def _check_cached_attention(fn: Callable[[Tensor, Tensor, Tensor, Cache], tuple[Tensor, Cache]]) -> None:
+    q, k, v = _sequence()
+    expected = _causal_attention(q, k, v)  # (batch, heads, steps, d_k): the uncached answer
+    cache: Cache = (torch.zeros(BATCH, HEADS, 0, D_K), torch.zeros(BATCH, HEADS, 0, D_K))
+    outputs = []
+    for t in range(STEPS):
+        new = (q[:, :, t : t + 1], k[:, :, t : t + 1], v[:, :, t : t + 1])  # (batch, heads, 1, d_k) each
+        try:
+            result = fn(*(x.clone() for x in new), (cache[0].clone(), cache[1].clone()))
+        except RuntimeError as error:
+            dim = _cat_dimension(error)
+            if dim is not None and dim not in (2, -2):
+                raise ExerciseMistake(f"step {t}: {_wrong_dimension_hint(dim)}. ({error})") from error
+            raise
+        expect(
+            isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], tuple) and len(result[1]) == 2,
+            f"return (output, (keys, values)), got {type(result).__name__}",
+        )
+        out, (keys, values) = result
+        shape = (BATCH, HEADS, t + 1, D_K)
+        for name, got in (("keys", keys), ("values", values)):
+            expect(isinstance(got, Tensor), f"step {t}: the returned {name} should be a tensor")
+            newest = (k if name == "keys" else v)[:, :, t : t + 1]
+            if t > 0 and tuple(got.shape) == tuple(newest.shape) and torch.allclose(got, newest):
+                raise ExerciseMistake(
+                    f"step {t}: the returned {name} hold only the newest position; keep the earlier ones too: "
+                    "concatenate the cache and the new one"
+                )
+            if tuple(got.shape) == (BATCH, HEADS, t, D_K):
+                raise ExerciseMistake(
+                    f"step {t}: the cache you return still holds {t} position{'s' if t != 1 else ''}; append the new "
+                    f"{name[:-1]} to it (torch.cat along dim=2), so that the next step sees this position too"
+                )
+            expect_tensor(got, f"step {t}: the returned {name}", shape, "(batch, heads, positions so far, d_k)")
+        expect(
+            torch.allclose(keys, k[:, :, : t + 1]) and torch.allclose(values, v[:, :, : t + 1]),
+            f"step {t}: the cache must hold the keys and values of positions 0..{t} in order, old ones first",
+        )
+        expect_tensor(out, f"step {t}: the output", (BATCH, HEADS, 1, D_K), "(batch, heads, 1, d_k)")
+        outputs.append(out)
+        cache = (keys.detach(), values.detach())
+    got = torch.cat(outputs, dim=2)
+    if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
+        return
+    if torch.allclose(got, _causal_attention(q, k, v, scale=False), atol=1e-5, rtol=1e-4):
+        raise ExerciseMistake("the outputs match attention without the 1/sqrt(d_k) scale; divide the scores by it")
+    if torch.allclose(got, _excluding_self(q, k, v), atol=1e-5, rtol=1e-4):
+        raise ExerciseMistake(
+            "each step attended over the earlier positions only; the newest position attends to itself too: "
+            "append its key and value first, then attend over the whole cache"
+        )
+    weights_over_query = v.cumsum(dim=2)  # softmax over the single query gives weight 1 to every key
+    if torch.allclose(got, weights_over_query, atol=1e-5, rtol=1e-4):
+        raise ExerciseMistake("take the softmax over the keys (the last dimension of the scores), not over the query")
+    worst = (got - expected).abs().max().item()
+    raise ExerciseMistake(
+        f"the outputs differ from uncached causal attention over the whole sequence (largest difference {worst:.3g})"
+    )
+
+
+def check_cached_attention(fn: Callable[[Tensor, Tensor, Tensor, Cache], tuple[Tensor, Cache]]) -> bool:
+    """Exercise 10.3: ``fn(q, k, v, cache)`` is one step of self-attention with a KV cache; step by step its outputs
+    must equal causal attention over the whole sequence."""
+    return report("Exercise 10.3 (attention with a KV cache)", lambda: _check_cached_attention(fn))

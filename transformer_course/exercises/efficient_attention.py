@@ -3,7 +3,8 @@
 1. ``check_longformer_mask(fn)``: ``fn(length, window, global_positions)`` builds Longformer's (length, length) mask.
 2. ``check_online_softmax_merge(fn)``: ``fn(state_a, state_b)`` merges two partial softmax states (m, l, acc), the
    step that lets flash attention process keys block by block.
-3. ``check_positive_features(fn)``: ``fn(x, omega)`` computes Performer's positive random features.
+3. ``check_linear_attention_step(fn)``: ``fn(s, z, phi_q, phi_k, v)`` advances causal linear attention by one token
+   with a state of fixed size (s, z), the recurrence that replaces the KV cache in linear-attention decoders.
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -79,8 +80,8 @@ def _check_longformer_mask(fn: Callable[[int, int, Sequence[int]], Tensor]) -> N
 
 
 def check_longformer_mask(fn: Callable[[int, int, Sequence[int]], Tensor]) -> bool:
-    """Exercise 1: ``fn(length, window, global_positions)`` must return Longformer's (length, length) bool mask."""
-    return report("Exercise 1 (Longformer mask)", lambda: _check_longformer_mask(fn))
+    """Exercise 13.1: ``fn(length, window, global_positions)`` must return Longformer's (length, length) bool mask."""
+    return report("Exercise 13.1 (Longformer mask)", lambda: _check_longformer_mask(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 2
@@ -157,57 +158,91 @@ def _check_merge(fn: Callable[[State, State], State]) -> None:
 
 
 def check_online_softmax_merge(fn: Callable[[State, State], State]) -> bool:
-    """Exercise 2: ``fn((m_a, l_a, acc_a), (m_b, l_b, acc_b))`` must return the merged (m, l, acc)."""
-    return report("Exercise 2 (online softmax merge)", lambda: _check_merge(fn))
+    """Exercise 13.2: ``fn((m_a, l_a, acc_a), (m_b, l_b, acc_b))`` must return the merged (m, l, acc)."""
+    return report("Exercise 13.2 (online softmax merge)", lambda: _check_merge(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 3
-def reference_positive_features(x: Tensor, omega: Tensor) -> Tensor:
-    """Reference solution of exercise 3: x (..., n, d), omega (m, d) -> exp(x omega^T - |x|^2 / 2) / sqrt(m)."""
-    return torch.exp(x @ omega.T - x.pow(2).sum(dim=-1, keepdim=True) / 2) / math.sqrt(omega.shape[0])
+Step = tuple[Tensor, Tensor, Tensor]
 
 
-def _feature_mistakes(x: Tensor, omega: Tensor) -> list[tuple[str, Tensor]]:
-    m = omega.shape[0]
-    projection = x @ omega.T
-    square = x.pow(2).sum(dim=-1, keepdim=True) / 2
+def reference_linear_attention_step(s: Tensor, z: Tensor, phi_q: Tensor, phi_k: Tensor, v: Tensor) -> Step:
+    """Reference solution of exercise 3: one token of causal linear attention with a fixed-size state.
+
+    s: (m, d) the sum of phi(k_j) v_j^T over the tokens so far; z: (m,) the sum of phi(k_j); phi_q, phi_k: (m,) the
+    features of the new token's query and key; v: (d,) its value. Returns the new (s, z) and the token's output
+    (d,) = phi_q^T s / (phi_q . z), after the new token has been added (a query also attends to its own key).
+    """
+    s = s + phi_k[:, None] * v[None, :]  # (m, d): add phi(k_i) v_i^T
+    z = z + phi_k  # (m,)
+    return s, z, (phi_q @ s) / (phi_q @ z)
+
+
+def causal_kernel_attention(phi_q: Tensor, phi_k: Tensor, v: Tensor) -> Tensor:
+    """The quadratic form that the recurrence must equal: phi_q, phi_k (n, m), v (n, d) -> (n, d).
+
+    out_i = sum_{j <= i} (phi_q_i . phi_k_j) v_j / sum_{j <= i} (phi_q_i . phi_k_j), with the n x n kernel matrix.
+    """
+    kernel = (phi_q @ phi_k.T).tril()  # (n, n)
+    return (kernel @ v) / kernel.sum(dim=-1, keepdim=True)
+
+
+_READ_BEFORE_UPDATE = (
+    "the output of token i leaves out token i itself: add phi_k v^T to s and phi_k to z first, then read the "
+    "output from the updated state (a query attends to its own key; at token 0 the old state is all zeros)"
+)
+
+
+def _step_mistakes(phi_q: Tensor, phi_k: Tensor, v: Tensor) -> list[tuple[str, Tensor]]:
+    kernel = (phi_q @ phi_k.T).tril()  # (n, n)
     return [
         (
-            "the factor exp(-|x|^2 / 2) is missing: without it the estimate of exp(q . k) is biased",
-            torch.exp(projection) / math.sqrt(m),
+            "each output equals its own value v_i, so the state never carried over: return the updated s and z, "
+            "and start each step from the state the previous step returned",
+            v.clone(),
         ),
-        (
-            "divide by sqrt(m) (the number of features), so that phi(q) . phi(k) averages the m estimates",
-            torch.exp(projection - square),
-        ),
-        (
-            "divide by sqrt(m), not m: the 1/m of the average is shared between phi(q) and phi(k)",
-            torch.exp(projection - square) / m,
-        ),
-        (
-            "|x|^2 / 2 is the squared length of the whole vector x (summed over d), halved",
-            torch.exp(projection - x.pow(2).mean(dim=-1, keepdim=True) / 2) / math.sqrt(m),
-        ),
+        ("the output is not normalised: divide phi_q^T s by phi_q . z (the sum of the kernel weights)", kernel @ v),
     ]
 
 
-def _check_features(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
-    generator = torch.Generator().manual_seed(31)
-    for shape, m in (((5, 4), 6), ((2, 3, 7, 8), 16), ((1, 3, 2), 64)):
-        x = torch.randn(*shape, generator=generator) * 0.5
-        omega = torch.randn(m, shape[-1], generator=generator)
-        what = f"your features for x of shape {shape} and {m} random directions"
-        out = fn(x.clone(), omega.clone())
-        expected = reference_positive_features(x, omega)
-        expect_tensor(out, what, expected.shape, "(..., n, m)")
-        if torch.allclose(out.detach(), expected, atol=1e-6, rtol=1e-4):
+_STEP_CASES = ((6, 4, 3), (12, 8, 5), (1, 3, 2))  # n tokens, m features, d value dimension
+
+
+def _check_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) -> None:
+    generator = torch.Generator().manual_seed(17)
+    for n, m, d in _STEP_CASES:
+        phi_q = torch.rand(n, m, generator=generator) + 0.1  # positive features, as Performer's
+        phi_k = torch.rand(n, m, generator=generator) + 0.1
+        v = torch.randn(n, d, generator=generator)
+        what = f"your steps over {n} token{'s' if n > 1 else ''} ({m} features, values of size {d})"
+        s, z = torch.zeros(m, d), torch.zeros(m)
+        outputs = []
+        for i in range(n):
+            result = fn(s.clone(), z.clone(), phi_q[i].clone(), phi_k[i].clone(), v[i].clone())
+            expect(
+                isinstance(result, (tuple, list)) and len(result) == 3,
+                f"{what}: each step should return three tensors (s, z, out), got {type(result).__name__}",
+            )
+            s, z, out = result
+            expect_tensor(s, f"{what}: the state s after token {i}", (m, d), "(m, d): one row per feature")
+            expect_tensor(z, f"{what}: the state z after token {i}", (m,), "(m,): the running sum of phi_k")
+            expect_tensor(out, f"{what}: the output of token {i}", (d,), "(d,)")
+            outputs.append(out.detach())
+        got = torch.stack(outputs)
+        expected = causal_kernel_attention(phi_q, phi_k, v)
+        if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
             continue
-        for hint, wrong in _feature_mistakes(x, omega):
-            if torch.allclose(out.detach(), wrong, atol=1e-6, rtol=1e-4):
+        if not torch.isfinite(got[0]).all():
+            raise ExerciseMistake(f"{what}: token 0's output is not finite; {_READ_BEFORE_UPDATE}.")
+        strict = (phi_q @ phi_k.T).tril(-1)  # (n, n): keys before the query only
+        if n > 1 and torch.allclose(got[1:], (strict @ v)[1:] / strict.sum(-1, keepdim=True)[1:], atol=1e-5, rtol=1e-4):
+            raise ExerciseMistake(f"{what}: {_READ_BEFORE_UPDATE}.")
+        for hint, wrong in _step_mistakes(phi_q, phi_k, v):
+            if torch.allclose(got, wrong, atol=1e-5, rtol=1e-4):
                 raise ExerciseMistake(f"{what}: {hint}.")
-        expect_close(out, expected, what, atol=1e-6)
+        expect_close(got, expected, f"{what}: the outputs, stacked")
 
 
-def check_positive_features(fn: Callable[[Tensor, Tensor], Tensor]) -> bool:
-    """Exercise 3: ``fn(x, omega)`` must return exp(x omega^T - |x|^2 / 2) / sqrt(m), shape (..., n, m)."""
-    return report("Exercise 3 (Performer features)", lambda: _check_features(fn))
+def check_linear_attention_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) -> bool:
+    """Exercise 13.3: ``fn(s, z, phi_q, phi_k, v)`` must return the new state (s, z) and the new token's output."""
+    return report("Exercise 13.3 (linear attention as a recurrence)", lambda: _check_step(fn))

@@ -1,10 +1,10 @@
 """Exercises of notebook 02 (embeddings and word2vec): their checkers and reference solutions.
 
-1. ``check_cosine_matrix(fn)``: ``fn(vectors)`` returns the cosine similarity of every pair of rows.
-2. ``check_sgns_loss(fn)``: ``fn(v_center, u_context, u_negatives)`` returns the mean skip-gram
-   negative-sampling loss of a batch.
-3. ``check_nearest_words(fn)``: ``fn(vectors, words, query, k)`` returns the k words closest to ``query``
-   by cosine similarity, most similar first, the query itself left out.
+2.1 ``check_cosine_matrix(fn)``: ``fn(vectors)`` returns the cosine similarity of every pair of rows.
+2.2 ``check_sgns_center_gradient(fn)``: ``fn(v_center, u_context, u_negatives)`` returns, by hand, the gradient of
+    each pair's skip-gram negative-sampling loss with respect to its centre word's input vector.
+2.3 ``check_nearest_words(fn)``: ``fn(vectors, words, query, k)`` returns the k words closest to ``query``
+    by cosine similarity, most similar first, the query itself left out.
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -21,33 +21,42 @@ from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
 def reference_cosine_matrix(vectors: Tensor) -> Tensor:
-    """Reference solution of exercise 1. vectors: (n, dim) -> (n, n), entry (i, j) = cos(vectors[i], vectors[j])."""
+    """Reference solution of exercise 2.1. vectors: (n, dim) -> (n, n), entry (i, j) = cos(vectors[i], vectors[j])."""
     unit = vectors / vectors.norm(dim=1, keepdim=True)  # each row scaled to length 1
     return unit @ unit.T
 
 
-def reference_sgns_loss(v_center: Tensor, u_context: Tensor, u_negatives: Tensor) -> Tensor:
-    """Reference solution of exercise 2.
+def reference_sgns_center_gradient(v_center: Tensor, u_context: Tensor, u_negatives: Tensor) -> Tensor:
+    """Reference solution of exercise 2.2: the gradient of each pair's negative-sampling loss for its v_c.
 
     v_center: (batch, dim) input vectors of the centre words, u_context: (batch, dim) output vectors of the
-    true context words, u_negatives: (batch, k, dim) output vectors of the noise words. Returns a scalar:
-    mean over the batch of -log sigmoid(u_o . v_c) - sum_n log sigmoid(-u_n . v_c).
+    true context words, u_negatives: (batch, k, dim) output vectors of the noise words. Returns (batch, dim):
+    row b is the gradient of l_b = -log sigmoid(u_o . v_c) - sum_n log sigmoid(-u_n . v_c) for v_c = v_center[b],
+    (sigmoid(u_o . v_c) - 1) u_o + sum_n sigmoid(u_n . v_c) u_n.
     """
-    positive = (u_context * v_center).sum(-1)  # (batch,)
-    negative = (u_negatives @ v_center.unsqueeze(-1)).squeeze(-1)  # (batch, k)
-    loss = -F.logsigmoid(positive) - F.logsigmoid(-negative).sum(-1)
-    return loss.mean()
+    positive = (u_context * v_center).sum(-1)  # (batch,): the true pair's score
+    negative = (u_negatives @ v_center.unsqueeze(-1)).squeeze(-1)  # (batch, k): the noise words' scores
+    toward_context = (torch.sigmoid(positive) - 1).unsqueeze(-1) * u_context  # d/ds -log sigmoid(s) = sigmoid(s) - 1
+    away_from_noise = (torch.sigmoid(negative).unsqueeze(-1) * u_negatives).sum(1)  # d/ds -log sigmoid(-s) = sigmoid(s)
+    return toward_context + away_from_noise
+
+
+def _pair_losses(v_center: Tensor, u_context: Tensor, u_negatives: Tensor) -> Tensor:
+    """(batch,): each pair's negative-sampling loss, for autograd to differentiate."""
+    positive = (u_context * v_center).sum(-1)
+    negative = (u_negatives @ v_center.unsqueeze(-1)).squeeze(-1)
+    return -F.logsigmoid(positive) - F.logsigmoid(-negative).sum(-1)
 
 
 def reference_nearest_words(vectors: Tensor, words: Sequence[str], query: str, k: int) -> list[str]:
-    """Reference solution of exercise 3. vectors: (len(words), dim). Returns k words, most similar first."""
+    """Reference solution of exercise 2.3. vectors: (len(words), dim). Returns k words, most similar first."""
     i = list(words).index(query)
     similarity = reference_cosine_matrix(vectors)[i].clone()
     similarity[i] = -float("inf")  # a word is always closest to itself: leave it out
     return [words[j] for j in similarity.topk(k).indices.tolist()]
 
 
-# ----------------------------------------------------------------------------------------------- exercise 1
+# --------------------------------------------------------------------------------------------- exercise 2.1
 def _check_cosine_matrix(fn: Callable[[Tensor], Tensor]) -> None:
     g = torch.Generator().manual_seed(3)
     # rows of very different lengths, and more rows than columns, so normalising the wrong axis shows
@@ -69,49 +78,59 @@ def _check_cosine_matrix(fn: Callable[[Tensor], Tensor]) -> None:
 
 
 def check_cosine_matrix(fn: Callable[[Tensor], Tensor]) -> bool:
-    """Exercise 1: ``fn(vectors)`` (n, dim) must return the (n, n) matrix of cosine similarities."""
-    return report("Exercise 1 (cosine similarity matrix)", lambda: _check_cosine_matrix(fn))
+    """Exercise 2.1: ``fn(vectors)`` (n, dim) must return the (n, n) matrix of cosine similarities."""
+    return report("Exercise 2.1 (cosine similarity matrix)", lambda: _check_cosine_matrix(fn))
 
 
-# ----------------------------------------------------------------------------------------------- exercise 2
-def _check_sgns_loss(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
+# --------------------------------------------------------------------------------------------- exercise 2.2
+def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
     g = torch.Generator().manual_seed(4)
     v = torch.randn(5, 6, generator=g, dtype=torch.float64)
     u_o = torch.randn(5, 6, generator=g, dtype=torch.float64)
     u_n = torch.randn(5, 3, 6, generator=g, dtype=torch.float64)
     out = fn(v.clone(), u_o.clone(), u_n.clone())
-    expected = reference_sgns_loss(v, u_o, u_n)
-    expect(isinstance(out, Tensor), f"return a torch.Tensor, got {type(out).__name__}")
-    expect(out.dim() == 0, f"return one number (a 0-d tensor: the mean over the batch), got shape {tuple(out.shape)}")
+    expect_tensor(out, "the gradient", (5, 6), "= (batch, dim): one gradient for each pair's v_c")
     o = out.detach().double()
-    pos = (u_o * v).sum(-1)
-    neg = (u_n @ v.unsqueeze(-1)).squeeze(-1)
-    per_pair = -F.logsigmoid(pos) - F.logsigmoid(-neg).sum(-1)
+    v_leaf = v.clone().requires_grad_(True)
+    _pair_losses(v_leaf, u_o, u_n).sum().backward()  # pairs are independent: row b gets only l_b's gradient
+    expected = v_leaf.grad
+    pos = (u_o * v).sum(-1, keepdim=True)  # (batch, 1)
+    neg = u_n @ v.unsqueeze(-1)  # (batch, k, 1)
+    towards, away = (torch.sigmoid(pos) - 1) * u_o, (torch.sigmoid(neg) * u_n).sum(1)
     hints = [
-        (per_pair.sum(), "average over the batch (mean), do not sum."),
         (
-            (-F.logsigmoid(pos) - F.logsigmoid(neg).sum(-1)).mean(),
-            "the noise words should score low: use log sigmoid(-u_n . v_c), with the minus sign inside.",
+            (1 - torch.sigmoid(pos)) * u_o + away,
+            "the true context word's term has the wrong sign: d/ds [-log sigmoid(s)] = sigmoid(s) - 1, which is "
+            "negative, so a step against the gradient moves v_c towards u_o.",
         ),
-        ((-F.logsigmoid(pos) - F.logsigmoid(-neg).mean(-1)).mean(), "sum over the k noise words, do not average."),
-        ((-torch.sigmoid(pos) - torch.sigmoid(-neg).sum(-1)).mean(), "take the log of the sigmoids."),
         (
-            (F.logsigmoid(pos) + F.logsigmoid(-neg).sum(-1)).mean(),
-            "that is the log-likelihood; the loss is its negative.",
+            towards + ((torch.sigmoid(neg) - 1) * u_n).sum(1),  # equal to towards - sum sigmoid(-s_n) u_n
+            "the noise words' term: d/ds [-log sigmoid(-s)] = +sigmoid(s), not sigmoid(s) - 1 = -sigmoid(-s) "
+            "(their loss has the minus sign inside the sigmoid).",
         ),
+        (towards, "add the noise words' terms, sigmoid(u_n . v_c) u_n, one for each of the k noise words."),
+        (
+            towards + (torch.sigmoid(neg) * u_n).mean(1),
+            "sum the noise words' terms over the k noise words, do not average.",
+        ),
+        (
+            expected / 5,
+            "return each pair's own gradient, not the gradient of the batch mean: do not divide by the batch size.",
+        ),
+        (-expected, "the sign is flipped everywhere: that is the direction a step moves v_c, not the gradient."),
     ]
     for wrong, hint in hints:
         if torch.allclose(o, wrong, atol=1e-8):
             raise ExerciseMistake(hint)
-    expect_close(out, expected, "the loss", atol=1e-8, rtol=1e-6)
+    expect_close(out, expected, "the gradient", atol=1e-8, rtol=1e-6)
 
 
-def check_sgns_loss(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> bool:
-    """Exercise 2: ``fn(v_center, u_context, u_negatives)`` must return the mean negative-sampling loss."""
-    return report("Exercise 2 (the negative-sampling loss)", lambda: _check_sgns_loss(fn))
+def check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> bool:
+    """Exercise 2.2: ``fn(v_center, u_context, u_negatives)`` must return each pair's loss gradient for v_c."""
+    return report("Exercise 2.2 (the gradient for the centre word)", lambda: _check_sgns_center_gradient(fn))
 
 
-# ----------------------------------------------------------------------------------------------- exercise 3
+# --------------------------------------------------------------------------------------------- exercise 2.3
 def _nearest_case() -> tuple[Tensor, list[str]]:
     """Long vectors point away from the query, so ranking by dot product gives a different answer."""
     words = ["cat", "dog", "kitten", "car", "truck", "puppy", "giant"]
@@ -153,5 +172,5 @@ def _check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[st
 
 
 def check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[str]]) -> bool:
-    """Exercise 3: ``fn(vectors, words, query, k)`` must return the k nearest words by cosine, query excluded."""
-    return report("Exercise 3 (nearest neighbours)", lambda: _check_nearest_words(fn))
+    """Exercise 2.3: ``fn(vectors, words, query, k)`` must return the k nearest words by cosine, query excluded."""
+    return report("Exercise 2.3 (nearest neighbours)", lambda: _check_nearest_words(fn))

@@ -1,8 +1,8 @@
 """Exercises of notebook 08 (encoder and decoder): checkers and reference solutions.
 
-1. :func:`check_shift_right`: the decoder input from the target, ``shift_right(tgt_out, bos_id, pad_id, eos_id)``.
-2. :func:`check_cross_attention`: one head of cross-attention, ``cross_attention(y, memory, w_q, w_k, w_v, src_mask)``.
-3. :func:`check_parameter_formula`: the parameter count of a shared-and-tied Transformer by formula.
+8.1 :func:`check_shift_right`: the decoder input from the target, ``shift_right(tgt_out, bos_id, pad_id, eos_id)``.
+8.2 :func:`check_cross_attention`: one head of cross-attention, ``cross_attention(y, memory, w_q, w_k, w_v, src_mask)``.
+8.3 :func:`check_parameter_formula`: the parameter count of a shared-and-tied Transformer by formula.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def check_shift_right(shift_right: Callable[..., Tensor]) -> bool:
             raise ExerciseMistake("that shifts the wrong way: position t of the input holds label t - 1")
         expect(torch.equal(out, expected), f"expected {expected.tolist()}, got {out.tolist()}")
 
-    return report("Exercise 1 (shift the target right)", check)
+    return report("Exercise 8.1 (shift the target right)", check)
 
 
 def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
@@ -107,7 +107,7 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                 raise ExerciseMistake("padded source positions must get zero weight: apply src_mask to the keys")
         expect_close(out, expected, "cross_attention(...)", atol=1e-4)
 
-    return report("Exercise 2 (cross-attention, one head)", check)
+    return report("Exercise 8.2 (cross-attention, one head)", check)
 
 
 _FORMULA_CASES = (
@@ -152,4 +152,4 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                 raise ExerciseMistake(f"{case}: off by {diff:,}; {hints[diff]}")
             raise ExerciseMistake(f"{case}: expected {expected:,} parameters, the formula gives {got:,}")
 
-    return report("Exercise 3 (parameters by formula)", check)
+    return report("Exercise 8.3 (parameters by formula)", check)

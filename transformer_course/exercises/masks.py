@@ -1,11 +1,11 @@
 """Exercises of notebook 06 (masks): their checkers and reference solutions.
 
-1. ``check_causal_additive_mask(fn)``: ``fn(n)`` returns the (n, n) additive causal mask, 0 where a query may look
-   and -inf above the diagonal.
-2. ``check_padding_mask_from_lengths(fn)``: ``fn(lengths, max_len)`` returns the bool padding mask
-   (batch, 1, 1, max_len), ``True`` at real tokens.
-3. ``check_masked_softmax(fn)``: ``fn(scores, mask)`` returns softmax weights that ignore masked keys and are all
-   zero in a row whose keys are all masked (no NaN, no uniform row).
+6.1 ``check_causal_additive_mask(fn)``: ``fn(len_q, len_k)`` returns the (len_q, len_k) additive causal mask for
+    queries that are the last len_q of len_k positions: 0 where a query may look, -inf at the keys after it.
+6.2 ``check_padding_mask_from_lengths(fn)``: ``fn(lengths, max_len)`` returns the bool padding mask
+    (batch, 1, 1, max_len), ``True`` at real tokens.
+6.3 ``check_masked_softmax(fn)``: ``fn(scores, mask)`` returns softmax weights that ignore masked keys and are all
+    zero in a row whose keys are all masked (no NaN, no uniform row).
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -21,17 +21,20 @@ from ..masks import causal_mask
 from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
-def reference_causal_additive_mask(n: int) -> Tensor:
-    """Reference solution of exercise 1.
+def reference_causal_additive_mask(len_q: int, len_k: int) -> Tensor:
+    """Reference solution of exercise 6.1.
 
-    Returns a float (n, n) tensor: M[i, j] = 0 for j <= i (the past and the present), -inf for j > i (the future).
+    The queries are the last ``len_q`` of ``len_k`` positions: query row i sits at position len_k - len_q + i.
+    Returns a float (len_q, len_k) tensor: M[i, j] = 0 for j <= len_k - len_q + i (the past and the present of
+    that query), -inf for the keys after it. With len_q = len_k it is the square mask of section 3.
     """
-    future = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)  # True strictly above the diagonal
-    return torch.zeros(n, n).masked_fill(future, float("-inf"))
+    offset = len_k - len_q  # how many positions came before the first query
+    future = torch.ones(len_q, len_k, dtype=torch.bool).triu(diagonal=offset + 1)  # True where j > offset + i
+    return torch.zeros(len_q, len_k).masked_fill(future, float("-inf"))
 
 
 def reference_padding_mask_from_lengths(lengths: Tensor, max_len: int) -> Tensor:
-    """Reference solution of exercise 2.
+    """Reference solution of exercise 6.2.
 
     lengths: (batch,) number of real tokens per sequence. Returns bool (batch, 1, 1, max_len), ``True`` at the
     positions 0 .. length - 1 (real tokens), ``False`` at the padding.
@@ -41,7 +44,7 @@ def reference_padding_mask_from_lengths(lengths: Tensor, max_len: int) -> Tensor
 
 
 def reference_masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
-    """Reference solution of exercise 3.
+    """Reference solution of exercise 6.3.
 
     scores: (..., len_q, len_k); mask: bool, broadcastable to scores, ``True`` = may attend.
     Returns weights of the scores' shape: each row sums to 1 over its visible keys, or is all zeros if it has none.
@@ -52,54 +55,90 @@ def reference_masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
     return torch.softmax(filled, dim=-1).masked_fill(~mask, 0.0)
 
 
-# ----------------------------------------------------------------------------------------------- exercise 1
-def _check_causal(fn: Callable[[int], Tensor]) -> None:
-    for n in (3, 1, 6):
-        out = fn(n)
-        label = f"causal_additive_mask({n})"
+# --------------------------------------------------------------------------------------------- exercise 6.1
+def _top_left(len_q: int, len_k: int) -> Tensor:
+    """The likeliest slip: the square rule j > i applied to a rectangle, as if the queries were the FIRST ones."""
+    return torch.zeros(len_q, len_k).masked_fill(torch.ones(len_q, len_k, dtype=torch.bool).triu(1), float("-inf"))
+
+
+def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
+    for len_q, len_k in ((3, 3), (1, 1), (6, 6), (2, 5), (1, 4), (3, 7)):
+        out = fn(len_q, len_k)
+        label = f"causal_additive_mask({len_q}, {len_k})"
         expect(isinstance(out, Tensor), f"{label} should be a torch.Tensor, got {type(out).__name__}")
         expect(
             out.dtype.is_floating_point,
             f"{label} has dtype {out.dtype}: an additive mask holds floats, 0.0 and float('-inf') "
             "(True/False is the other, boolean convention).",
         )
-        expect(tuple(out.shape) == (n, n), f"{label} has shape {tuple(out.shape)}, expected ({n}, {n})")
-        expected = reference_causal_additive_mask(n)
+        if len_q != len_k and tuple(out.shape) == (len_k, len_q):
+            raise ExerciseMistake(f"{label} has shape ({len_k}, {len_q}): one row per query, (len_q, len_k).")
+        expect(tuple(out.shape) == (len_q, len_k), f"{label} has shape {tuple(out.shape)}, expected ({len_q}, {len_k})")
+        expected = reference_causal_additive_mask(len_q, len_k)
         o = out.detach().cpu().double()
-        if n > 1:
-            if torch.equal(o, expected.T.double()):
-                raise ExerciseMistake(
-                    f"{label} is transposed: row i is the query, so -inf belongs ABOVE the diagonal "
-                    "(j > i, the future), 0 on and below it."
-                )
-            if o.isinf().all():
-                raise ExerciseMistake(f"{label} blocks everything; only the future (j > i) should be -inf.")
-        if torch.isinf(o.diagonal()).any():
-            raise ExerciseMistake(f"{label} blocks the diagonal: a position may attend to itself (use diagonal=1).")
-        above = torch.ones(n, n, dtype=torch.bool).triu(1)
-        if above.any() and torch.isfinite(o[above]).all() and (o[above] < -1e3).all():
+        if torch.equal(o, expected.double()):
+            continue
+        offset = len_k - len_q
+        own = o[torch.arange(len_q), torch.arange(len_q) + offset]  # each query's own position
+        if len_q == len_k and len_q > 1 and torch.equal(o, expected.T.double()):
             raise ExerciseMistake(
-                f"{label} uses a large finite number above the diagonal; the additive mask uses exactly -inf "
+                f"{label} is transposed: row i is the query, so -inf belongs ABOVE the diagonal "
+                "(j > i, the future), 0 on and below it."
+            )
+        if o.numel() > 1 and o.isinf().all():
+            raise ExerciseMistake(f"{label} blocks everything; only the keys after each query should be -inf.")
+        if len_q != len_k and torch.equal(o, _top_left(len_q, len_k).double()):
+            raise ExerciseMistake(
+                f"{label} treats the queries as the FIRST {len_q} positions. They are the LAST {len_q} of {len_k}: "
+                f"query row i sits at position {offset} + i and may see every key up to that one. Shift the "
+                "diagonal: torch.triu(..., diagonal=...) takes it as an argument."
+            )
+        if torch.equal(o.isinf(), ~expected.isinf()):
+            raise ExerciseMistake(
+                f"{label} is inverted: it blocks the keys a query may see and keeps the ones after it. 0 goes "
+                f"where j <= {offset} + i, -inf where j > {offset} + i."
+            )
+        if torch.isinf(own).any():
+            raise ExerciseMistake(
+                f"{label} blocks a query's own position (row i, column {offset} + i): a position may attend to "
+                "itself, only the keys after it are -inf (one more than the diagonal you used)."
+            )
+        visible = ~torch.ones(len_q, len_k, dtype=torch.bool).triu(offset + 1)
+        if (~visible).any() and torch.isfinite(o[~visible]).all() and (o[~visible] < -1e3).all():
+            raise ExerciseMistake(
+                f"{label} uses a large finite number for the blocked keys; the additive mask uses exactly -inf "
                 "(finite stand-ins like -1e9 overflow in float16 and behave differently on fully masked rows)."
             )
-        if above.any() and (o[~above] == 1).all() and (o[above] == 0).all():
+        if (~visible).any() and (o[visible] == 1).all() and (o[~visible] == 0).all():
             raise ExerciseMistake(f"{label} is a 1/0 multiplier; the additive mask is 0 (keep) and -inf (block).")
-        expect(torch.equal(o, expected.double()), f"{label} is not 0 on and below the diagonal and -inf above it")
+        raise ExerciseMistake(
+            f"{label} is not 0 where query i may look (keys j <= {offset} + i) and -inf at the keys after it."
+        )
 
 
-def check_causal_additive_mask(fn: Callable[[int], Tensor]) -> bool:
-    """Exercise 1: ``fn(n)`` must return the (n, n) float mask with 0 for j <= i and -inf for j > i."""
-    return report("Exercise 1 (the additive causal mask)", lambda: _check_causal(fn))
+def check_causal_additive_mask(fn: Callable[[int, int], Tensor]) -> bool:
+    """Exercise 6.1: ``fn(len_q, len_k)`` must return the (len_q, len_k) float mask with 0 for j <= len_k - len_q + i
+    and -inf for the keys after that."""
+    return report("Exercise 6.1 (a causal mask for the last queries)", lambda: _check_causal(fn))
 
 
-# ----------------------------------------------------------------------------------------------- exercise 2
+# --------------------------------------------------------------------------------------------- exercise 6.2
 def _padding_cases() -> list[tuple[Tensor, int]]:
     return [(torch.tensor([3, 1, 4]), 5), (torch.tensor([2, 2]), 2), (torch.tensor([0, 6]), 6)]
 
 
 def _check_padding(fn: Callable[[Tensor, int], Tensor]) -> None:
     for lengths, max_len in _padding_cases():
-        out = fn(lengths.clone(), max_len)
+        try:
+            out = fn(lengths.clone(), max_len)
+        except RuntimeError as error:
+            if "must match the size" in str(error):
+                raise ExerciseMistake(
+                    f"the lengths {lengths.tolist()} and the positions 0 .. {max_len - 1} did not broadcast "
+                    f"({error}). Give them different axes: compare torch.arange(max_len)[None, :], shape "
+                    "(1, max_len), with lengths[:, None], shape (batch, 1), to get a (batch, max_len) table."
+                ) from error
+            raise
         label = f"the mask for lengths {lengths.tolist()} and max_len {max_len}"
         expected = reference_padding_mask_from_lengths(lengths, max_len)
         expect(isinstance(out, Tensor), f"{label} should be a torch.Tensor, got {type(out).__name__}")
@@ -125,11 +164,11 @@ def _check_padding(fn: Callable[[Tensor, int], Tensor]) -> None:
 
 
 def check_padding_mask_from_lengths(fn: Callable[[Tensor, int], Tensor]) -> bool:
-    """Exercise 2: ``fn(lengths, max_len)`` must return the bool (batch, 1, 1, max_len) mask, True at real tokens."""
-    return report("Exercise 2 (padding mask from lengths)", lambda: _check_padding(fn))
+    """Exercise 6.2: ``fn(lengths, max_len)`` must return the bool (batch, 1, 1, max_len) mask, True at real tokens."""
+    return report("Exercise 6.2 (padding mask from lengths)", lambda: _check_padding(fn))
 
 
-# ----------------------------------------------------------------------------------------------- exercise 3
+# --------------------------------------------------------------------------------------------- exercise 6.3
 def _softmax_cases() -> list[tuple[str, Tensor, Tensor]]:
     g = torch.Generator().manual_seed(63)
     causal = causal_mask(4)
@@ -181,5 +220,5 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
 
 
 def check_masked_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> bool:
-    """Exercise 3: ``fn(scores, mask)`` must return masked softmax weights with all-zero fully masked rows."""
-    return report("Exercise 3 (a softmax that survives fully masked rows)", lambda: _check_softmax(fn))
+    """Exercise 6.3: ``fn(scores, mask)`` must return masked softmax weights with all-zero fully masked rows."""
+    return report("Exercise 6.3 (a softmax that survives fully masked rows)", lambda: _check_softmax(fn))

@@ -82,8 +82,8 @@ def _check_rope(fn: Callable[[Tensor], Tensor]) -> None:
 
 
 def check_rope(fn: Callable[[Tensor], Tensor]) -> bool:
-    """Exercise 1: ``fn(x)`` must rotate x (..., len, head_dim) with RoPE (positions 0 .. len - 1, pairs (2i, 2i+1))."""
-    return report("Exercise 1 (RoPE)", lambda: _check_rope(fn))
+    """Exercise 12.1: ``fn(x)`` must rotate x (..., len, head_dim) by RoPE, positions from 0, pairs (2i, 2i+1)."""
+    return report("Exercise 12.1 (RoPE)", lambda: _check_rope(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 2
@@ -133,8 +133,8 @@ def _check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
 
 
 def check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> bool:
-    """Exercise 2: ``fn(q, k, v)`` must compute grouped-query attention (query head h uses kv head h // group)."""
-    return report("Exercise 2 (grouped-query attention)", lambda: _check_gqa(fn))
+    """Exercise 12.2: ``fn(q, k, v)`` must compute grouped-query attention (query head h uses kv head h // group)."""
+    return report("Exercise 12.2 (grouped-query attention)", lambda: _check_gqa(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 3
@@ -184,5 +184,5 @@ def _check_kv_cache(fn: Callable[[DecoderShape, int, int, int], int | float]) ->
 
 
 def check_kv_cache_bytes(fn: Callable[[DecoderShape, int, int, int], int | float]) -> bool:
-    """Exercise 3: ``fn(shape, seq_len, batch_size, bytes_per_value)`` must return the KV-cache size in bytes."""
-    return report("Exercise 3 (KV-cache size)", lambda: _check_kv_cache(fn))
+    """Exercise 12.3: ``fn(shape, seq_len, batch_size, bytes_per_value)`` must return the KV-cache size in bytes."""
+    return report("Exercise 12.3 (KV-cache size)", lambda: _check_kv_cache(fn))

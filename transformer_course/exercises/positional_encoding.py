@@ -1,7 +1,8 @@
 """Exercises of notebook 03 (positional encoding): their checkers and reference solutions.
 
-1. ``check_sinusoidal_table(fn)``: ``fn(max_len, d_model)`` builds the sinusoidal table by hand.
-2. ``check_rotation_matrix(fn)``: ``fn(k, d_model)`` builds the matrix M_k with PE(pos + k) = M_k PE(pos).
+3.1 ``check_read_position(fn)``: ``fn(row)`` reads the position back from one row PE(pos) of the sinusoidal table.
+3.2 ``check_halves_rotation(fn)``: ``fn(k, d_model)`` builds the shift matrix for the table laid out as all sines
+    first, then all cosines: M_k [sin; cos](pos) = [sin; cos](pos + k).
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -9,13 +10,14 @@ Each checker prints one line of feedback and returns ``True`` only for a correct
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
 from ..positional import sinusoidal_table
-from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
+from ._core import ExerciseMistake, expect_close, expect_tensor, report
 
 BASE = 10000.0
 
@@ -26,116 +28,152 @@ def _frequencies(d_model: int, base: float = BASE, dtype: torch.dtype = torch.fl
     return torch.exp(-two_i / d_model * math.log(base))
 
 
-def reference_sinusoidal_table(max_len: int, d_model: int) -> Tensor:
-    """Reference solution of exercise 1. Returns (max_len, d_model): sin in even columns, cos in odd ones."""
-    if max_len < 1 or d_model < 2 or d_model % 2:
-        raise ValueError(f"need max_len >= 1 and an even d_model >= 2, got max_len={max_len}, d_model={d_model}")
-    angle = torch.arange(max_len, dtype=torch.float64)[:, None] * _frequencies(d_model)  # (max_len, d_model/2)
-    table = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1)  # (max_len, d_model/2, 2)
-    return table.reshape(max_len, d_model).float()
+def reference_read_position(row: Tensor) -> int:
+    """Reference solution of exercise 3.1. row: (d_model,), PE(pos) for a whole number 0 <= pos < 10000.
+
+    The slowest pair (columns d_model - 2 and d_model - 1) turns by less than half a circle over 10000 positions
+    whenever d_model >= 32, so its angle, read with atan2 from its sine and cosine, is pos * omega and never wraps.
+    """
+    d_model = row.shape[-1]
+    omega_last = _frequencies(d_model)[-1].item()
+    angle = torch.atan2(row[d_model - 2].double(), row[d_model - 1].double()).item()  # in (-pi, pi]
+    return round(angle / omega_last)
 
 
-def reference_rotation_matrix(k: int, d_model: int) -> Tensor:
-    """Reference solution of exercise 2. Returns M_k (d_model, d_model), block-diagonal with 2 x 2 rotations.
+def halves_table(max_len: int, d_model: int) -> Tensor:
+    """(max_len, d_model): the sinusoidal table laid out as all sines (columns 0 .. d/2 - 1), then all cosines."""
+    table = sinusoidal_table(max_len, d_model)
+    return torch.cat([table[:, 0::2], table[:, 1::2]], dim=1)
 
-    Block i acts on (sin(w_i pos), cos(w_i pos)) and turns it by the angle w_i k:
-    [[cos(w_i k), sin(w_i k)], [-sin(w_i k), cos(w_i k)]].
+
+def reference_halves_rotation(k: int, d_model: int) -> Tensor:
+    """Reference solution of exercise 3.2. Returns (d_model, d_model): M_k with M_k H(pos) = H(pos + k), where
+    H(pos) = [sin(w_0 pos), ..., sin(w_{d/2-1} pos), cos(w_0 pos), ..., cos(w_{d/2-1} pos)].
+
+    Pair i still turns by the angle w_i k, but its sine sits in row i and its cosine in row i + d_model/2, so the
+    matrix is four diagonal blocks [[C, S], [-S, C]] with C = diag(cos(w_i k)), S = diag(sin(w_i k)).
     """
     if d_model < 2 or d_model % 2:
         raise ValueError(f"d_model must be an even int >= 2, got {d_model}")
     angle = k * _frequencies(d_model)  # (d_model/2,)
+    c, s = torch.diag(torch.cos(angle)), torch.diag(torch.sin(angle))
+    return torch.cat([torch.cat([c, s], dim=1), torch.cat([-s, c], dim=1)], dim=0).float()
+
+
+def _interleaved_rotation(k: int, d_model: int, angle: Tensor | None = None) -> Tensor:
+    """M_k for the interleaved layout (notebook 03, section 5): block i is [[cos, sin], [-sin, cos]] of w_i k."""
+    angle = k * _frequencies(d_model) if angle is None else angle
     cos, sin = torch.cos(angle), torch.sin(angle)
     blocks = torch.stack([torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)], -2)  # (d_model/2, 2, 2)
-    return torch.block_diag(*blocks).float()
+    return torch.block_diag(*blocks)
 
 
-# ----------------------------------------------------------------------------------------------- exercise 1
-_TABLE_SIZES = ((6, 4), (50, 16), (128, 64))
+# ------------------------------------------------------------------------------------------- exercise 3.1
+_READ_DIMS = (64, 32)
+_SMALL_POSITIONS = (0, 1, 2, 3)  # below pi: even pair 0 read with atan2 gets these right
+_LARGE_POSITIONS = (7, 50, 600, 4321, 9999)
 
 
-def _table_mistakes(max_len: int, d_model: int) -> dict[str, Tensor]:
-    """Tables that typical mistakes produce, each with the hint the checker gives for it."""
-    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
-    angle = pos * _frequencies(d_model)
-    swapped = torch.zeros(max_len, d_model, dtype=torch.float64)
-    swapped[:, 0::2], swapped[:, 1::2] = torch.cos(angle), torch.sin(angle)
-    halves = torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)
-    pair_index = pos * torch.exp(-torch.arange(d_model // 2, dtype=torch.float64) / d_model * math.log(BASE))
-    forgot_two = torch.zeros(max_len, d_model, dtype=torch.float64)
-    forgot_two[:, 0::2], forgot_two[:, 1::2] = torch.sin(pair_index), torch.cos(pair_index)
-    column = pos * torch.exp(-torch.arange(d_model, dtype=torch.float64) / d_model * math.log(BASE))
-    per_column = torch.where(torch.arange(d_model) % 2 == 0, torch.sin(column), torch.cos(column))
-    from_one = sinusoidal_table(max_len + 1, d_model)[1:].double()
+def _misreadings(row: Tensor) -> dict[str, int]:
+    """What typical wrong ways of reading a row give, each with the hint the checker shows for it."""
+    d = row.shape[-1]
+    row = row.double()
+    omega = _frequencies(d)
+    sin_last, cos_last = row[d - 2], row[d - 1]
     return {
-        "sin and cos are swapped: even columns (0, 2, 4, ...) hold sin, odd columns cos": swapped,
-        "all sines come first and all cosines after; interleave them (column 2i is sin, 2i+1 is cos)": halves,
-        "the exponent should be 2i/d_model with i the pair index (0, 1, 2, ...); yours looks like i/d_model": (
-            forgot_two
+        "pair 0 turns a full circle every 2*pi = 6.3 positions, so its angle repeats: read a pair whose wavelength "
+        "is longer than 10000 positions (the slowest, columns d_model - 2 and d_model - 1)": round(
+            torch.atan2(row[0], row[1]).item() / omega[0].item()
         ),
-        "columns 2i and 2i+1 must share one frequency, base^(-2i/d_model); yours gives every column its own": (
-            per_column
+        "the sine alone is ambiguous past a quarter turn (sin(pi - a) = sin a): use both columns of the pair, "
+        "torch.atan2(sin, cos)": round(torch.asin(sin_last).item() / omega[-1].item()),
+        "column 2i holds the sine and column 2i + 1 the cosine: the angle is torch.atan2(sin, cos), sine first": round(
+            torch.atan2(cos_last, sin_last).item() / omega[-1].item()
         ),
-        "positions start at 0, not 1 (row 0 should be [0, 1, 0, 1, ...])": from_one,
+        "that is the pair's angle in radians, pos * omega_i: divide it by the pair's frequency omega_i": round(
+            torch.atan2(sin_last, cos_last).item()
+        ),
     }
 
 
-def _check_table(fn: Callable[[int, int], Tensor]) -> None:
-    for max_len, d_model in _TABLE_SIZES:
-        what = f"your table for max_len={max_len}, d_model={d_model}"
-        out = fn(max_len, d_model)
-        expect_tensor(out, what, (max_len, d_model))
-        expected = sinusoidal_table(max_len, d_model)
-        if torch.allclose(out.detach().double(), expected.double(), atol=1e-4):
+def _check_read(fn: Callable[[Tensor], int]) -> None:
+    for d_model in _READ_DIMS:
+        table = sinusoidal_table(10000, d_model)
+        answers, wrong_ways = {}, {}
+        for pos in _SMALL_POSITIONS + _LARGE_POSITIONS:
+            got = fn(table[pos].clone())
+            if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+                raise ExerciseMistake(
+                    f"return the position as a Python int, got {type(got).__name__} {got!r} for PE({pos}): "
+                    "round(angle / omega) gives one."
+                )
+            answers[pos] = got
+            for hint, value in _misreadings(table[pos]).items():
+                wrong_ways.setdefault(hint, {})[pos] = value
+        if all(answers[pos] == pos for pos in answers):
             continue
-        for hint, wrong in _table_mistakes(max_len, d_model).items():
-            if torch.allclose(out.detach().double(), wrong, atol=1e-4):
-                raise ExerciseMistake(f"{what}: {hint}.")
-        expect_close(out, expected, what, atol=1e-4, rtol=1e-4)
+        for hint, values in wrong_ways.items():
+            if values == answers:
+                raise ExerciseMistake(f"{hint}.")
+        pos = next(p for p in answers if answers[p] != p)
+        if all(answers[p] == p for p in _SMALL_POSITIONS):
+            raise ExerciseMistake(
+                f"right for small positions, but PE({pos}) gave {answers[pos]} (d_model={d_model}): a pair's angle "
+                "wraps around once per wavelength; read the slowest pair."
+            )
+        raise ExerciseMistake(f"PE({pos}) with d_model={d_model} should give {pos}, got {answers[pos]}.")
 
 
-def check_sinusoidal_table(fn: Callable[[int, int], Tensor]) -> bool:
-    """Exercise 1: ``fn(max_len, d_model)`` must return the (max_len, d_model) sinusoidal table."""
-    return report("Exercise 1 (sinusoidal table)", lambda: _check_table(fn))
+def check_read_position(fn: Callable[[Tensor], int]) -> bool:
+    """Exercise 3.1: ``fn(row)`` must return pos (an int) for row = PE(pos), 0 <= pos < 10000."""
+    return report("Exercise 3.1 (read the position back)", lambda: _check_read(fn))
 
 
-# ----------------------------------------------------------------------------------------------- exercise 2
+# ------------------------------------------------------------------------------------------- exercise 3.2
 _SHIFTS = (0, 1, 5, 37)
 _DIMS = (4, 16)
 
 
-def _check_rotation(fn: Callable[[int, int], Tensor]) -> None:
+def _halves(m: Tensor) -> Tensor:
+    """The same linear map written for the halves layout: rows and columns reordered (sines, then cosines)."""
+    d = m.shape[0]
+    order = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
+    return m[order][:, order]
+
+
+def _check_halves_rotation(fn: Callable[[int, int], Tensor]) -> None:
     for d_model in _DIMS:
-        table = sinusoidal_table(128, d_model).double()  # rows are PE(pos)
+        table = halves_table(128, d_model).double()  # rows are H(pos)
         for k in _SHIFTS:
             what = f"your M_k for k={k}, d_model={d_model}"
             m = fn(k, d_model)
-            expect(isinstance(m, Tensor), f"{what} should be a torch.Tensor, got {type(m).__name__}")
-            expect(
-                tuple(m.shape) == (d_model, d_model),
-                f"{what} has shape {tuple(m.shape)}, expected {(d_model, d_model)}",
-            )
+            expect_tensor(m, what, (d_model, d_model))
             m = m.detach().double()
-            moved = table[: 128 - k] @ m.T  # row pos holds M_k PE(pos)
+            moved = table[: 128 - k] @ m.T  # row pos holds M_k H(pos)
             if torch.allclose(moved, table[k:], atol=1e-4):
                 continue
+            if k and torch.allclose(m, _interleaved_rotation(k, d_model), atol=1e-4):
+                raise ExerciseMistake(
+                    f"{what} is the matrix for the interleaved layout of section 5; here the sine of pair i is in "
+                    "column i and its cosine in column i + d_model/2, so the cos and sin of pair i go in rows and "
+                    "columns i and i + d_model/2."
+                )
             if k and torch.allclose(table[k:] @ m.T, table[: 128 - k], atol=1e-4):
                 raise ExerciseMistake(
-                    f"{what} moves positions backwards (M_k PE(pos) = PE(pos - k)): flip the signs of the sin terms."
+                    f"{what} moves positions backwards (M_k H(pos) = H(pos - k)): flip the signs of the sin terms."
                 )
-            angle = torch.full((d_model // 2,), float(k), dtype=torch.float64)
-            cos, sin = torch.cos(angle), torch.sin(angle)
-            same_angle = torch.block_diag(*torch.stack([torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)], -2))
-            if k and torch.allclose(m, same_angle, atol=1e-4):
+            same_angle = _halves(_interleaved_rotation(k, d_model, torch.full((d_model // 2,), float(k))))
+            if k and torch.allclose(m, same_angle.double(), atol=1e-4):
                 raise ExerciseMistake(
-                    f"{what} turns every block by the same angle k; block i must turn by omega_i * k, "
+                    f"{what} turns every pair by the same angle k; pair i must turn by omega_i * k, "
                     "with omega_i = 10000^(-2i/d_model) its frequency."
                 )
             if k == 0:
                 expect_close(m, torch.eye(d_model, dtype=torch.float64), f"{what} (k = 0 should be the identity)")
             worst = (moved - table[k:]).abs().max().item()
-            raise ExerciseMistake(f"{what}: M_k PE(pos) differs from PE(pos + k) by up to {worst:.3g}.")
+            raise ExerciseMistake(f"{what}: M_k H(pos) differs from H(pos + k) by up to {worst:.3g}.")
 
 
-def check_rotation_matrix(fn: Callable[[int, int], Tensor]) -> bool:
-    """Exercise 2: ``fn(k, d_model)`` must return M_k (d_model, d_model) with M_k PE(pos) = PE(pos + k)."""
-    return report("Exercise 2 (rotation matrix M_k)", lambda: _check_rotation(fn))
+def check_halves_rotation(fn: Callable[[int, int], Tensor]) -> bool:
+    """Exercise 3.2: ``fn(k, d_model)`` must return M_k (d_model, d_model) for the sines-then-cosines layout."""
+    return report("Exercise 3.2 (the shift matrix, sines first)", lambda: _check_halves_rotation(fn))

@@ -1,9 +1,10 @@
 """Exercises of notebook 01 (why RNNs and CNNs fall short): their checkers and reference solutions.
 
-1. ``check_rnn_step(fn)``: ``fn(x, h, U, W, b)`` returns one tanh RNN step, S_t = tanh(x U^T + h W^T + b).
-2. ``check_bptt_product(fn)``: ``fn(jacobians)`` returns dS_T/dS_0 = J_T J_{T-1} ... J_1.
-3. ``check_conv_layers(fn)``: ``fn(n, kernel_size, dilated)`` returns how many convolution layers it takes
-   before position n sees position 1.
+1.1 ``check_bptt_product(fn)``: ``fn(jacobians)`` returns dS_T/dS_0 = J_T J_{T-1} ... J_1.
+1.2 ``check_input_gradient(fn)``: ``fn(x, states, deltas)`` returns dL_T/dU of a tanh RNN, the sum over steps
+    of (delta_k * (1 - S_k^2)) x_k^T: the derivation of the gradient for W, carried over to U.
+1.3 ``check_conv_layers(fn)``: ``fn(n, kernel_size, dilated)`` returns how many convolution layers it takes
+    before position n sees position 1.
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -16,20 +17,16 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from ..rnn import RNNCell, autograd_state_jacobians, unroll
 from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 
 
-def reference_rnn_step(x: Tensor, h: Tensor, U: Tensor, W: Tensor, b: Tensor) -> Tensor:
-    """Reference solution of exercise 1.
-
-    x: (batch, input), h: (batch, hidden), U: (hidden, input), W: (hidden, hidden), b: (hidden,).
-    Returns S_t: (batch, hidden).
-    """
-    return torch.tanh(x @ U.T + h @ W.T + b)
+def _layers(count: int) -> str:
+    return f"{count} layer" if count == 1 else f"{count} layers"
 
 
 def reference_bptt_product(jacobians: Tensor) -> Tensor:
-    """Reference solution of exercise 2.
+    """Reference solution of exercise 1.1.
 
     jacobians: (T, hidden, hidden), jacobians[t - 1] = J_t = dS_t/dS_{t-1}. Returns dS_T/dS_0 (hidden, hidden).
     """
@@ -39,8 +36,19 @@ def reference_bptt_product(jacobians: Tensor) -> Tensor:
     return product
 
 
+def reference_input_gradient(x: Tensor, states: Tensor, deltas: Tensor) -> Tensor:
+    """Reference solution of exercise 1.2: dL_T/dU of a tanh RNN, S_k = tanh(U x_k + W S_{k-1} + b).
+
+    x: (T, input) the inputs x_1..x_T; states: (T, hidden) S_1..S_T; deltas: (T, hidden), row k - 1 is
+    delta_k = dL_T/dS_k. U is used at every step, so its gradient is the sum of one term per step; the
+    immediate derivative of a_k = U x_k + ... with respect to U_ij is x_k[j], so step k's term is
+    (delta_k * f'(a_k)) x_k^T with f'(a_k) = 1 - S_k^2. Returns (hidden, input), the shape of U.
+    """
+    return (deltas * (1 - states**2)).T @ x
+
+
 def reference_conv_layers(n: int, kernel_size: int = 3, dilated: bool = False) -> int:
-    """Reference solution of exercise 3: the fewest layers whose receptive field covers n positions."""
+    """Reference solution of exercise 1.3: the fewest layers whose receptive field covers n positions."""
     layers, field = 0, 1
     while field < n:
         field += (kernel_size - 1) * (2**layers if dilated else 1)  # layer l (from 0) has dilation 2^l
@@ -48,52 +56,7 @@ def reference_conv_layers(n: int, kernel_size: int = 3, dilated: bool = False) -
     return layers
 
 
-# ----------------------------------------------------------------------------------------------- exercise 1
-def _rnn_inputs() -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """input 3 and hidden 5 differ, so swapping U and W or forgetting a transpose shows up as a shape error."""
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(4, 3, generator=g)
-    h = torch.randn(4, 5, generator=g)
-    U = torch.randn(5, 3, generator=g) * 0.7
-    W = torch.randn(5, 5, generator=g) * 0.7
-    b = torch.randn(5, generator=g)
-    return x, h, U, W, b
-
-
-def _check_rnn_step(fn: Callable[..., Tensor]) -> None:
-    x, h, U, W, b = _rnn_inputs()
-    try:
-        out = fn(x.clone(), h.clone(), U.clone(), W.clone(), b.clone())
-    except RuntimeError as error:
-        if "shape" in str(error) or "size" in str(error):
-            raise ExerciseMistake(
-                f"a matrix product failed ({error}). x is (batch, input) and U is (hidden, input), so the input "
-                "term is x @ U.T; h is (batch, hidden), so the recurrent term is h @ W.T."
-            ) from None
-        raise
-    expected = reference_rnn_step(x, h, U, W, b)
-    expect_tensor(out, "S_t", expected.shape, "= (batch, hidden)")
-    o = out.detach()
-    pre = x @ U.T + h @ W.T + b
-    hints = [
-        (pre, "apply the nonlinearity: S_t = tanh(pre-activation)."),
-        (torch.sigmoid(pre), "the vanilla RNN here uses tanh, not sigmoid."),
-        (torch.tanh(x @ U.T + h @ W.T), "add the bias b inside the tanh."),
-        (torch.tanh(x @ U.T + b), "the previous state matters: add h @ W.T inside the tanh."),
-        (torch.tanh(x @ U.T + h @ W + b), "use h @ W.T (row i of W holds the weights into unit i), not h @ W."),
-    ]
-    for wrong, hint in hints:
-        if torch.allclose(o, wrong, atol=1e-5):
-            raise ExerciseMistake(hint)
-    expect_close(out, expected, "S_t")
-
-
-def check_rnn_step(fn: Callable[..., Tensor]) -> bool:
-    """Exercise 1: ``fn(x, h, U, W, b)`` must return tanh(x U^T + h W^T + b)."""
-    return report("Exercise 1 (one RNN step)", lambda: _check_rnn_step(fn))
-
-
-# ----------------------------------------------------------------------------------------------- exercise 2
+# --------------------------------------------------------------------------------------------- exercise 1.1
 def _check_bptt_product(fn: Callable[[Tensor], Tensor]) -> None:
     g = torch.Generator().manual_seed(2)
     jacobians = torch.randn(6, 4, 4, generator=g, dtype=torch.float64) * 0.6  # matrices that do not commute
@@ -105,24 +68,100 @@ def _check_bptt_product(fn: Callable[[Tensor], Tensor]) -> None:
     for J in jacobians:
         reversed_order = reversed_order @ J
     hints = [
-        (reversed_order, "the order is reversed: dS_T/dS_0 = J_T ... J_2 J_1, the latest step on the left."),
-        (jacobians.prod(dim=0), "multiply matrices (@), not element by element."),
-        (jacobians.sum(dim=0), "chain the Jacobians with matrix products; do not add them."),
+        (reversed_order, "The order is reversed: dS_T/dS_0 = J_T ... J_2 J_1, the latest step on the left."),
+        (jacobians.prod(dim=0), "Multiply matrices (@), not element by element."),
+        (jacobians.sum(dim=0), "Chain the Jacobians with matrix products; do not add them."),
+        (
+            reference_bptt_product(jacobians[1:]),
+            "You left out J_1: dS_T/dS_0 = J_T ... J_2 J_1 multiplies all T Jacobians, the first one included.",
+        ),
+        (
+            reference_bptt_product(jacobians[:-1]),
+            "You left out J_T: dS_T/dS_0 = J_T ... J_2 J_1 multiplies all T Jacobians, the last one included.",
+        ),
     ]
     for wrong, hint in hints:
         if torch.allclose(o, wrong, atol=1e-8):
             raise ExerciseMistake(hint)
     expect_close(out, expected, "dS_T/dS_0", atol=1e-8, rtol=1e-6)
     single = fn(jacobians[:1].clone())
-    expect_close(single, jacobians[0], "the product for a single step (T = 1)", atol=1e-8, rtol=1e-6)
+    expect_close(single, jacobians[0], "The product for a single step (T = 1)", atol=1e-8, rtol=1e-6)
 
 
 def check_bptt_product(fn: Callable[[Tensor], Tensor]) -> bool:
-    """Exercise 2: ``fn(jacobians)`` with jacobians (T, hidden, hidden) must return J_T ... J_1."""
-    return report("Exercise 2 (the product of Jacobians)", lambda: _check_bptt_product(fn))
+    """Exercise 1.1: ``fn(jacobians)`` with jacobians (T, hidden, hidden) must return J_T ... J_1."""
+    return report("Exercise 1.1 (the product of Jacobians)", lambda: _check_bptt_product(fn))
 
 
-# ----------------------------------------------------------------------------------------------- exercise 3
+# --------------------------------------------------------------------------------------------- exercise 1.2
+def _input_gradient_case() -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """A tanh RNN (input 3, hidden 5: U and W have different shapes) over 7 steps, with L_T = r . S_T.
+
+    Returns x (T, input), states S_1..S_T (T, hidden), deltas dL_T/dS_k (T, hidden) and autograd's dL_T/dU.
+    """
+    generator = torch.Generator().manual_seed(3)
+    cell = RNNCell(3, 5).double()
+    with torch.no_grad():
+        for parameter in cell.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator, dtype=torch.float64) * 0.8)
+    x = torch.randn(1, 7, 3, generator=generator, dtype=torch.float64)
+    readout = torch.randn(5, generator=generator, dtype=torch.float64)
+    with torch.no_grad():
+        states, _ = unroll(cell, x)
+    deltas = readout @ autograd_state_jacobians(cell, x)[0, 1:]  # (T, hidden): dL_T/dS_k for k = 1..T
+    cell.zero_grad()
+    (unroll(cell, x)[0][0, -1] @ readout).backward()
+    assert cell.weight_ih.grad is not None
+    return x[0], states[0], deltas, cell.weight_ih.grad
+
+
+def _check_input_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
+    x, states, deltas, expected = _input_gradient_case()
+    try:
+        out = fn(x.clone(), states.clone(), deltas.clone())
+    except RuntimeError as error:
+        if "shape" in str(error) or "size" in str(error):
+            raise ExerciseMistake(
+                f"A product failed ({error}). x is (T, input), states and deltas are (T, hidden); the result "
+                "has U's shape (hidden, input)."
+            ) from None
+        raise
+    hidden, inputs = expected.shape
+    if isinstance(out, Tensor) and tuple(out.shape) == (hidden, hidden):
+        raise ExerciseMistake(
+            "Your result has W's shape (hidden, hidden): for W the immediate derivative of a_k is S_{k-1}, "
+            "but U multiplies x_k, so step k's term is (delta_k * f'(a_k)) x_k^T."
+        )
+    if isinstance(out, Tensor) and tuple(out.shape) == (inputs, hidden):
+        raise ExerciseMistake("The result is transposed: the gradient for U has U's shape, (hidden, input).")
+    expect_tensor(out, "dL_T/dU", expected.shape, "= (hidden, input), the shape of U")
+    o = out.detach().double()
+    slope = 1 - states**2
+    previous_slope = torch.cat([torch.ones(1, hidden, dtype=torch.float64), slope[:-1]])  # f' one step early
+    hints = [
+        (deltas.T @ x, "Multiply delta_k by the slope f'(a_k) = 1 - S_k^2 before the outer product with x_k."),
+        (
+            (deltas[-1:] * slope[-1:]).T @ x[-1:],
+            "U is used at every step, not only the last: sum the terms of all T steps.",
+        ),
+        (
+            (deltas * previous_slope).T @ x,
+            "The slope belongs to the same step as delta_k: f'(a_k) = 1 - S_k^2, not 1 - S_{k-1}^2.",
+        ),
+        ((deltas * (1 - torch.tanh(states) ** 2)).T @ x, "S_k is already tanh(a_k): f'(a_k) = 1 - S_k^2."),
+    ]
+    for wrong, hint in hints:
+        if torch.allclose(o, wrong, atol=1e-8):
+            raise ExerciseMistake(hint)
+    expect_close(out, expected, "dL_T/dU (compared with autograd)", atol=1e-8, rtol=1e-6)
+
+
+def check_input_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> bool:
+    """Exercise 1.2: ``fn(x, states, deltas)`` must return dL_T/dU = sum_k (delta_k * (1 - S_k^2)) x_k^T."""
+    return report("Exercise 1.2 (the gradient for U)", lambda: _check_input_gradient(fn))
+
+
+# --------------------------------------------------------------------------------------------- exercise 1.3
 def _check_conv_layers(fn: Callable[[int, int, bool], int]) -> None:
     cases = [(n, k, d) for d in (False, True) for k in (3, 5) for n in (2, 3, 4, 5, 8, 9, 16, 17, 100, 1000, 1)]
     for n, k, dilated in cases:
@@ -130,25 +169,25 @@ def _check_conv_layers(fn: Callable[[int, int, bool], int]) -> None:
         want = reference_conv_layers(n, k, dilated)
         what = f"n={n}, kernel_size={k}, dilated={dilated}"
         expect(
-            isinstance(got, int) and not isinstance(got, bool), f"return an int, got {type(got).__name__} for {what}"
+            isinstance(got, int) and not isinstance(got, bool), f"Return an int, got {type(got).__name__} for {what}"
         )
         if got == want:
             continue
         if n == 1:
-            raise ExerciseMistake("position 1 already sees itself: n = 1 needs 0 layers.")
+            raise ExerciseMistake("Position 1 already sees itself: n = 1 needs 0 layers.")
         if not dilated and got == math.ceil(n / (k - 1)):
             raise ExerciseMistake(
-                f"off by one for {what}: positions 1 and n are n - 1 apart, and each layer "
+                f"Off by one for {what}: positions 1 and n are n - 1 apart, and each layer "
                 "adds kernel_size - 1 to the receptive field."
             )
         if not dilated and k != 3 and got == reference_conv_layers(n, 3, False):
-            raise ExerciseMistake(f"for {what} you gave the answer for kernel 3: use kernel_size.")
+            raise ExerciseMistake(f"For {what} you gave the answer for kernel 3: use kernel_size.")
         raise ExerciseMistake(
-            f"for {what} you returned {got}, but {want} layers are needed (the receptive field "
-            "is 1 + (k-1) * L plain, 1 + (k-1) * (2^L - 1) with dilations 1, 2, 4, ...)."
+            f"For {what} you returned {got}, but {_layers(want)} {'is' if want == 1 else 'are'} needed (the "
+            "receptive field of L layers is 1 + (k-1) * L plain, 1 + (k-1) * (2^L - 1) with dilations 1, 2, 4, ...)."
         )
 
 
 def check_conv_layers(fn: Callable[[int, int, bool], int]) -> bool:
-    """Exercise 3: ``fn(n, kernel_size, dilated)`` must return the fewest layers connecting positions 1 and n."""
-    return report("Exercise 3 (layers a CNN needs)", lambda: _check_conv_layers(fn))
+    """Exercise 1.3: ``fn(n, kernel_size, dilated)`` must return the fewest layers connecting positions 1 and n."""
+    return report("Exercise 1.3 (layers a CNN needs)", lambda: _check_conv_layers(fn))

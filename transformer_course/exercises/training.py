@@ -1,15 +1,18 @@
 """Exercises of notebook 09 (training): their checkers and reference solutions.
 
-1. ``check_shift_right(fn)``: ``fn(tgt_out, bos_id, pad_id)`` builds the teacher-forcing decoder input.
-2. ``check_smoothed_loss(fn)``: ``fn(logits, target, eps, pad_id)`` is cross-entropy with label smoothing
-   (PyTorch's convention, eps / V on every class), averaged over the non-padding positions only.
-3. ``check_noam_rate(fn)``: ``fn(step, d_model, warmup)`` is the paper's warm-up schedule.
+9.1 ``check_smoothed_loss(fn)``: ``fn(logits, target, eps, pad_id)`` is the Annotated Transformer's smoothed loss:
+    KL(q || p) with q = 1 - eps on the target, 0 on <pad>, eps / (V - 2) elsewhere, summed over the non-padding
+    positions and divided by their number. (The notebook builds PyTorch's convention; this is the transfer.)
+9.2 ``check_noam_rate(fn)``: ``fn(step, d_model, warmup)`` is the paper's warm-up schedule.
+9.3 ``check_annotated_floor(fn)``: ``fn(vocab_size, eps)`` is the lowest value cross-entropy can reach against the
+    Annotated Transformer's smoothed targets (eps / (V - 2) on every class but the target and <pad>): their entropy.
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -19,63 +22,41 @@ from torch import Tensor
 from ._core import ExerciseMistake, expect, expect_close, report
 
 
-def reference_shift_right(tgt_out: Tensor, bos_id: int = 1, pad_id: int = 0) -> Tensor:
-    """Reference solution of exercise 1.
-
-    tgt_out: (batch, len) the tokens the decoder must predict, ``y_1 ... y_n <eos>`` then padding.
-    Returns (batch, len): ``<bos> y_1 ... y_n`` then padding; the <eos> is never fed to the decoder.
-    """
-    shifted = torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
-    return shifted.masked_fill(tgt_out == pad_id, pad_id)  # where the output is padding, so is the input
+def annotated_targets(target: Tensor, vocab: int, eps: float, pad_id: int = 0) -> Tensor:
+    """The Annotated Transformer's smoothed targets, (..., V): fill eps / (V - 2), put 1 - eps on the target,
+    set the <pad> column to 0. (Rows whose target is padding are dropped by the loss, not here.)"""
+    q = torch.full((*target.shape, vocab), eps / (vocab - 2), dtype=torch.float64)
+    q.scatter_(-1, target.unsqueeze(-1), 1 - eps)
+    q[..., pad_id] = 0.0
+    return q
 
 
 def reference_smoothed_loss(logits: Tensor, target: Tensor, eps: float, pad_id: int = 0) -> Tensor:
-    """Reference solution of exercise 2. logits: (..., V), target: (...). Returns a scalar."""
-    vocab = logits.shape[-1]
-    log_probs = F.log_softmax(logits, dim=-1)
-    q = (1 - eps) * F.one_hot(target, vocab).to(log_probs.dtype) + eps / vocab  # smoothed targets (..., V)
-    per_position = -(q * log_probs).sum(-1)  # (...)
-    real = target != pad_id
-    return per_position[real].mean()
+    """Reference solution of exercise 9.1, the Annotated Transformer's loss. logits: (..., V), target: (...).
+    KL(q || p) = sum_v q_v (log q_v - log p_v), with 0 log 0 = 0, summed over the positions whose target is not
+    padding and divided by their number. Returns a scalar."""
+    log_p = F.log_softmax(logits.double(), dim=-1)
+    q = annotated_targets(target, logits.shape[-1], eps, pad_id)
+    real = target != pad_id  # the rows the Annotated Transformer keeps
+    kl = (torch.xlogy(q, q) - q * log_p)[real].sum()
+    return (kl / real.sum()).to(logits.dtype)
 
 
 def reference_noam_rate(step: int, d_model: int, warmup: int) -> float:
-    """Reference solution of exercise 3: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), step >= 1."""
+    """Reference solution of exercise 9.2: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), step >= 1."""
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-# ----------------------------------------------------------------------------------------------- exercise 1
-def _shift_cases() -> Tensor:
-    # two rows of different lengths: (y = 7 8 9, <eos>=2) and (y = 5, <eos>, pad, pad)
-    return torch.tensor([[7, 8, 9, 2], [5, 2, 0, 0]])
+def reference_annotated_floor(vocab_size: int, eps: float) -> float:
+    """Reference solution of exercise 9.3: the entropy of the Annotated Transformer's smoothed target for a real
+    (non-padding) position, in nats. The target class gets 1 - eps, the <pad> class 0 and each of the other
+    V - 2 classes eps / (V - 2); cross-entropy -sum(q log p) is smallest at p = q, where it equals this entropy."""
+    if eps == 0:
+        return 0.0
+    return -(1 - eps) * math.log(1 - eps) - eps * math.log(eps / (vocab_size - 2))
 
 
-def _check_shift_right(fn: Callable[[Tensor, int, int], Tensor]) -> None:
-    tgt_out = _shift_cases()
-    result = fn(tgt_out.clone(), 1, 0)
-    expected = reference_shift_right(tgt_out, 1, 0)
-    expect(isinstance(result, Tensor), f"return a torch.Tensor, got {type(result).__name__}")
-    expect(
-        tuple(result.shape) == tuple(expected.shape),
-        f"the decoder input has shape {tuple(result.shape)}, expected {tuple(expected.shape)} (same as tgt_out)",
-    )
-    r = result.long()
-    if torch.equal(r[:, :-1], tgt_out[:, 1:]):
-        raise ExerciseMistake("you shifted left; the decoder input is the target shifted RIGHT, <bos> in front.")
-    expect(bool((r[:, 0] == 1).all()), "every row of the decoder input must start with <bos> (id 1).")
-    if bool((r == 2).any()):
-        raise ExerciseMistake("the decoder input still contains <eos>: it predicts <eos>, it is never fed one.")
-    if not torch.equal(r[tgt_out == 0], torch.zeros_like(r[tgt_out == 0])):
-        raise ExerciseMistake("keep <pad> (id 0) wherever tgt_out is padding, so those positions stay masked.")
-    expect(torch.equal(r, expected), f"expected {expected.tolist()}, got {r.tolist()}")
-
-
-def check_shift_right(fn: Callable[[Tensor, int, int], Tensor]) -> bool:
-    """Exercise 1: ``fn(tgt_out, bos_id, pad_id)`` returns the decoder input for teacher forcing."""
-    return report("Exercise 1 (teacher forcing: shift right)", lambda: _check_shift_right(fn))
-
-
-# ----------------------------------------------------------------------------------------------- exercise 2
+# --------------------------------------------------------------------------------------------- exercise 9.1
 def _loss_inputs() -> tuple[Tensor, Tensor]:
     g = torch.Generator().manual_seed(9)
     logits = torch.randn(3, 6, 8, generator=g) * 2
@@ -85,39 +66,76 @@ def _loss_inputs() -> tuple[Tensor, Tensor]:
     return logits, target
 
 
+def _kl_variant(logits: Tensor, target: Tensor, q: Tensor, rows: Tensor, count: int | Tensor) -> float:
+    log_p = F.log_softmax(logits.double(), -1)
+    return float((torch.xlogy(q, q) - q * log_p)[rows].sum() / count)
+
+
 def _check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> None:
     logits, target = _loss_inputs()
     vocab = logits.shape[-1]
+    real = target != 0
+    every = torch.ones_like(real)
     for eps in (0.0, 0.1, 0.3):
         result = fn(logits.clone(), target.clone(), eps, 0)
         expected = reference_smoothed_loss(logits, target, eps, 0)
         expect(isinstance(result, Tensor), f"return a torch.Tensor, got {type(result).__name__}")
         expect(result.dim() == 0, f"return one number (a 0-d tensor), got shape {tuple(result.shape)}")
         r = float(result)
-        log_probs = F.log_softmax(logits, -1)
-        with_padding = F.cross_entropy(logits.flatten(0, 1), target.flatten(), label_smoothing=eps)
-        if abs(r - float(with_padding)) < 1e-5 and abs(r - float(expected)) > 1e-4:
-            raise ExerciseMistake(f"eps={eps}: the padding positions are in your mean; average over target != pad_id.")
+        expect(
+            not math.isnan(r),
+            f"eps={eps}: the loss is nan. Where q is 0 (the <pad> column), q log q is 0 * (-inf): take 0 log 0 = 0 "
+            "(torch.xlogy(q, q) does, and so does F.kl_div).",
+        )
+        q = annotated_targets(target, vocab, eps)
+        entropy = float(torch.xlogy(q, q)[real].sum() / real.sum())
+        if eps > 0 and abs(r - (float(expected) - entropy)) < 1e-4:
+            raise ExerciseMistake(
+                f"eps={eps}: that is the cross-entropy -sum q log p; the Annotated Transformer's loss is the KL "
+                "divergence sum q (log q - log p), which is smaller by the entropy of q."
+            )
+        wrong = {
+            _kl_variant(logits, target, q, every, every.sum()): (
+                "the positions whose target is <pad> are in your sum or your count: drop those rows and divide by "
+                "the number of real tokens."
+            ),
+            _kl_variant(logits, target, q, every, real.sum()): (
+                "the rows whose target is <pad> are in your sum: drop them (zero those rows of q) before summing."
+            ),
+            _kl_variant(logits, target, q, real, every.sum()): (
+                "divide by the number of real (non-padding) tokens, not by the number of positions."
+            ),
+        }
         if eps > 0:
-            q = (1 - eps) * F.one_hot(target, vocab) + eps / (vocab - 1) * (1 - F.one_hot(target, vocab))
-            others = (-(q * log_probs).sum(-1))[target != 0].mean()
-            if abs(r - float(others)) < 1e-5:
-                raise ExerciseMistake(
-                    f"eps={eps}: you put eps/(V-1) on the other classes; this exercise uses PyTorch's convention, "
-                    "(1 - eps) one_hot + eps/V on every class."
-                )
-            plain = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0)
-            if abs(r - float(plain)) < 1e-5:
-                raise ExerciseMistake(f"eps={eps}: that is the loss without smoothing; mix eps/V into the targets.")
-        expect_close(result, expected, f"the loss for eps={eps}", atol=1e-5)
+            q_pad_kept = annotated_targets(target, vocab, eps)
+            q_pad_kept[..., 0] = eps / (vocab - 2)
+            q_pad_kept.scatter_(-1, target.unsqueeze(-1), 1 - eps)
+            wrong[_kl_variant(logits, target, q_pad_kept, real, real.sum())] = (
+                "the <pad> column of q must be 0: <pad> is never a right answer, so only the V - 2 classes that "
+                "are neither the target nor <pad> share eps."
+            )
+            q_torch = (1 - eps) * F.one_hot(target, vocab).double() + eps / vocab
+            wrong[_kl_variant(logits, target, q_torch, real, real.sum())] = (
+                "that is PyTorch's convention (eps/V on every class); here the target gets exactly 1 - eps, <pad> 0 "
+                "and every other class eps/(V-2)."
+            )
+            q_others = (1 - eps) * F.one_hot(target, vocab).double()
+            q_others = q_others + eps / (vocab - 1) * (1 - F.one_hot(target, vocab).double())
+            wrong[_kl_variant(logits, target, q_others, real, real.sum())] = (
+                "that spreads eps over V - 1 classes; with the <pad> column at 0, V - 2 classes share it."
+            )
+        for value, hint in wrong.items():
+            if abs(r - value) < 1e-4 and abs(r - float(expected)) > 1e-4:
+                raise ExerciseMistake(f"eps={eps}: {hint}")
+        expect_close(result, expected, f"the loss for eps={eps}", atol=1e-4)
 
 
 def check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> bool:
-    """Exercise 2: ``fn(logits, target, eps, pad_id)`` returns the label-smoothed loss over real tokens."""
-    return report("Exercise 2 (label smoothing, padding excluded)", lambda: _check_smoothed_loss(fn))
+    """Exercise 9.1: ``fn(logits, target, eps, pad_id)`` returns the Annotated Transformer's loss over real tokens."""
+    return report("Exercise 9.1 (the Annotated Transformer's smoothed loss)", lambda: _check_smoothed_loss(fn))
 
 
-# ----------------------------------------------------------------------------------------------- exercise 3
+# --------------------------------------------------------------------------------------------- exercise 9.2
 def _check_noam_rate(fn: Callable[[int, int, int], float]) -> None:
     cases = [(1, 512, 4000), (100, 512, 4000), (4000, 512, 4000), (20000, 512, 4000), (50, 64, 100), (900, 64, 100)]
     for step, d_model, warmup in cases:
@@ -138,5 +156,54 @@ def _check_noam_rate(fn: Callable[[int, int, int], float]) -> None:
 
 
 def check_noam_rate(fn: Callable[[int, int, int], float]) -> bool:
-    """Exercise 3: ``fn(step, d_model, warmup)`` returns d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)."""
-    return report("Exercise 3 (the warm-up schedule)", lambda: _check_noam_rate(fn))
+    """Exercise 9.2: ``fn(step, d_model, warmup)`` returns d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)."""
+    return report("Exercise 9.2 (the warm-up schedule)", lambda: _check_noam_rate(fn))
+
+
+# --------------------------------------------------------------------------------------------- exercise 9.3
+def _entropy(probabilities: list[tuple[float, int]]) -> float:
+    """-sum q log q for (value, how many classes have it) pairs, with 0 log 0 = 0."""
+    return -sum(count * q * math.log(q) for q, count in probabilities if q > 0)
+
+
+_FLOOR_CASES = ((15, 0.1), (37000, 0.1), (5, 0.4), (3, 0.2))
+
+
+def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
+    for vocab, eps in _FLOOR_CASES:
+        result = fn(vocab, eps)
+        try:
+            value = float(result)
+        except (TypeError, ValueError):
+            raise ExerciseMistake(f"return a number, got {type(result).__name__}") from None
+        expected = reference_annotated_floor(vocab, eps)
+        if abs(value - expected) <= 1e-9 * max(1.0, expected):
+            continue
+        case = f"V={vocab}, eps={eps}"
+        wrong = {
+            _entropy([(1 - eps + eps / vocab, 1), (eps / vocab, vocab - 1)]): (
+                "that is the floor of PyTorch's convention (eps/V on every class, the target included); here the "
+                "target gets exactly 1 - eps and eps is shared by the V - 2 classes that are neither the target "
+                "nor <pad>."
+            ),
+            _entropy([(1 - eps, 1), (eps / (vocab - 1), vocab - 1)]): (
+                "that spreads eps over V - 1 classes; the Annotated Transformer also gives the <pad> column 0, "
+                "so V - 2 classes share eps."
+            ),
+            -eps * math.log(eps / (vocab - 2)): "the target class is in q too: add its term -(1 - eps) log(1 - eps).",
+            0.0: (
+                "0 is the floor of a KL divergence, KL(q || p) = cross-entropy - H(q) (what the Annotated "
+                "Transformer prints); the cross-entropy itself cannot go below the entropy of q."
+            ),
+        }
+        for floor, hint in wrong.items():
+            if abs(value - floor) <= 1e-9 * max(1.0, abs(floor)):
+                raise ExerciseMistake(f"{case}: {hint}")
+        if abs(value + expected) <= 1e-9 * max(1.0, expected):
+            raise ExerciseMistake(f"{case}: check the sign: the entropy -sum q log q is positive.")
+        raise ExerciseMistake(f"{case}: expected {expected:.6g} nats, got {value:.6g}")
+
+
+def check_annotated_floor(fn: Callable[[int, float], float]) -> bool:
+    """Exercise 9.3: ``fn(vocab_size, eps)`` returns the entropy of the Annotated Transformer's smoothed target."""
+    return report("Exercise 9.3 (the floor of a smoothed loss)", lambda: _check_annotated_floor(fn))
