@@ -2,6 +2,8 @@
 widget's figure must change. This is what nbval cannot check: that the widgets work for a reader.
 
 Skipped, with the reason, only when no Chromium or no Playwright is installed (.ci/run installs both).
+The screenshot goes to the test's temporary folder; with COURSE_SAVE_SCREENSHOTS=1 it also replaces
+figures/jupyterlab_widget.png for the README (so an ordinary test run leaves the committed figure alone).
 """
 
 from __future__ import annotations
@@ -165,5 +167,8 @@ def test_slider_redraws_the_figure_in_jupyterlab(jupyterlab, tmp_path):
         _wait_for(lambda: _kernel_idle(base), 60, "the kernel to finish redrawing")
         time.sleep(1.0)  # let the last redraw reach the page
         page.locator(".widget-slider").first.scroll_into_view_if_needed()
-        page.screenshot(path=str(SCREENSHOT))
+        shot = tmp_path / SCREENSHOT.name
+        page.screenshot(path=str(shot))
+        if os.environ.get("COURSE_SAVE_SCREENSHOTS") == "1":
+            shutil.copy2(shot, SCREENSHOT)
         browser.close()
