@@ -62,6 +62,24 @@ def test_shell_entry_point_runs_the_same_training(tmp_path, capsys):
     assert loaded.config.d_model == 32 and loaded.extra["train_config"]["steps"] == 20
 
 
+def test_shell_entry_point_trains_a_language_model(tmp_path, capsys):
+    from transformer_course.lm_training import load_language_model
+    from transformer_course.train import main
+
+    out = tmp_path / "lm.safetensors"
+    metrics = main(
+        ["--task", "lm", "--style", "llama", "--kv-heads", "2", "--tokenizer", "bpe", "--vocab-size", "150"]
+        + ["--steps", "20", "--warmup", "5", "--d-model", "32", "--layers", "1", "--context", "16"]
+        + ["--corpus-chars", "20000", "--out", str(out), "--quiet"]
+    )
+    text = capsys.readouterr().out
+    assert "bits/character" in text and "model saved" in text
+    assert set(metrics) == {"held_out_nats_per_token", "bits_per_character"}
+    model, tokenizer, config, extra = load_language_model(out)
+    assert config.style == "llama" and config.num_kv_heads == 2 and tokenizer.vocab_size == 150
+    assert extra["bits_per_character"] == metrics["bits_per_character"]
+
+
 def test_time_to_accuracy_reports_misses():
     task = make_task("copy")
     config = recipe_model_config(task, num_encoder_layers=1, num_decoder_layers=1)

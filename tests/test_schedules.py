@@ -1,11 +1,13 @@
-"""Learning-rate schedules (the paper's and warm-up + linear decay) and the paper's Adam settings."""
+"""Learning-rate schedules (the paper's, warm-up + linear decay, warm-up + cosine) and the paper's Adam settings."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
 
-from transformer_course.schedules import make_optimizer, noam_lr, warmup_linear_lr
+from transformer_course.schedules import make_optimizer, noam_lr, warmup_cosine_lr, warmup_linear_lr
 
 
 def test_noam_schedule_peaks_at_warmup():
@@ -27,6 +29,23 @@ def test_warmup_linear_schedule():
     assert warmup_linear_lr(3000, 2e-3, 100, 1500) == pytest.approx(2e-4)
     with pytest.raises(ValueError):
         warmup_linear_lr(10, 2e-3, 100, 100)
+
+
+def test_warmup_cosine_schedule():
+    assert warmup_cosine_lr(5, 1e-3, 10, 110, 1e-4) == pytest.approx(5e-4)
+    assert warmup_cosine_lr(10, 1e-3, 10, 110, 1e-4) == pytest.approx(1e-3)
+    assert warmup_cosine_lr(60, 1e-3, 10, 110, 1e-4) == pytest.approx(0.55e-3)  # half way: the mean of peak and floor
+    assert warmup_cosine_lr(110, 1e-3, 10, 110, 1e-4) == pytest.approx(1e-4)
+    assert warmup_cosine_lr(500, 1e-3, 10, 110, 1e-4) == pytest.approx(1e-4)
+    rates = [warmup_cosine_lr(s, 1.0, 10, 110) for s in range(10, 111)]
+    assert all(a >= b for a, b in zip(rates, rates[1:]))  # never rises after the warm-up
+    assert warmup_cosine_lr(35, 1.0, 10, 110) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4)))
+    with pytest.raises(ValueError, match="step counts optimizer updates from 1"):
+        warmup_cosine_lr(0, 1.0, 10, 110)
+    with pytest.raises(ValueError, match="need 0 <= warmup < decay_steps"):
+        warmup_cosine_lr(1, 1.0, 10, 10)
+    with pytest.raises(ValueError, match="need 0 <= final_lr <= peak_lr"):
+        warmup_cosine_lr(1, 1.0, 10, 110, final_lr=2.0)
 
 
 def test_optimizer_is_adam_with_the_papers_settings():

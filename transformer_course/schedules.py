@@ -2,6 +2,7 @@
 
 * :func:`noam_lr`: the paper's schedule, a linear warm-up then a 1/sqrt(step) decay.
 * :func:`warmup_linear_lr`: a linear warm-up to a peak, then a linear decay to a fraction of it.
+* :func:`warmup_cosine_lr`: a linear warm-up to a peak, then a half cosine down to a floor (GPT-style training).
 * :func:`make_optimizer`: Adam with the paper's betas (0.9, 0.98) and eps 1e-9 (AdamW with weight decay).
 * :func:`optimizer_update`: one update with a scheduled rate: backward, gradient clipping, set the rate, step.
 
@@ -42,6 +43,21 @@ def warmup_linear_lr(step: int, peak_lr: float, warmup: int, decay_steps: int, f
     return peak_lr * (1.0 - (1.0 - final_fraction) * progress)
 
 
+def warmup_cosine_lr(step: int, peak_lr: float, warmup: int, decay_steps: int, final_lr: float = 0.0) -> float:
+    """Linear warm-up from 0 to ``peak_lr`` over ``warmup`` steps, then half a cosine from ``peak_lr`` down to
+    ``final_lr`` at step ``decay_steps``, then constant. step >= 1."""
+    if step < 1:
+        raise ValueError(f"step counts optimizer updates from 1, got {step}")
+    if warmup < 0 or decay_steps <= warmup:
+        raise ValueError(f"need 0 <= warmup < decay_steps, got warmup={warmup}, decay_steps={decay_steps}")
+    if not 0 <= final_lr <= peak_lr:
+        raise ValueError(f"need 0 <= final_lr <= peak_lr, got final_lr={final_lr}, peak_lr={peak_lr}")
+    if step <= warmup:
+        return peak_lr * step / warmup
+    progress = min(1.0, (step - warmup) / (decay_steps - warmup))
+    return final_lr + 0.5 * (peak_lr - final_lr) * (1.0 + math.cos(math.pi * progress))
+
+
 def make_optimizer(
     model: nn.Module,
     lr: float = 1.0,
@@ -77,4 +93,4 @@ def optimizer_update(optimizer: torch.optim.Optimizer, loss: Tensor, lr: float, 
     return grad_norm
 
 
-__all__ = ["make_optimizer", "noam_lr", "optimizer_update", "warmup_linear_lr"]
+__all__ = ["make_optimizer", "noam_lr", "optimizer_update", "warmup_cosine_lr", "warmup_linear_lr"]

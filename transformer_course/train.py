@@ -5,6 +5,10 @@
     python -m transformer_course.train --task date --steps 2000 --positional learned --d-model 128
     torchrun --standalone --nproc_per_node 2 -m transformer_course.train --task copy --steps 300   # DDP, 2 processes
     python -m transformer_course.train --task copy --amp                              # bf16 autocast
+    python -m transformer_course.train --task lm --style llama --steps 4000 --out checkpoints/lm.safetensors
+
+The ``lm`` task trains a decoder-only language model on the course's corpus (the standard library's prose,
+last 10% held out) with characters or BPE tokens, and reports the held-out loss in bits per character.
 
 It prints a progress line, the held-out token and exact-match accuracy, a few mistakes, and saves a
 checkpoint (weights in safetensors, with the config and vocabularies) when ``--out`` is given.
@@ -32,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m transformer_course.train",
         description="Train an encoder-decoder Transformer on a synthetic task and report held-out accuracy.",
     )
-    parser.add_argument("--task", choices=["date", "copy"], default="date", help="what to learn (default: date)")
+    parser.add_argument("--task", choices=["date", "copy", "lm"], default="date", help="what to learn (default: date)")
     parser.add_argument("--steps", type=int, default=1000, help="optimizer updates (default: 1000)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (noam: the factor)")
@@ -45,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--layers", type=int, default=2, help="encoder and decoder layers each")
-    parser.add_argument("--d-ff", type=int, default=256)
+    parser.add_argument(
+        "--d-ff", type=int, default=None, help="default 256; lm: 4 x d-model, or the matched SwiGLU width"
+    )
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--positional", choices=["sinusoidal", "learned"], default="sinusoidal")
     parser.add_argument("--seed", type=int, default=0)
@@ -58,7 +64,76 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     parser.add_argument("--amp", action="store_true", help="mixed precision: bfloat16 autocast")
     parser.add_argument("--history-out", default=None, help="write the per-step losses as JSON here")
+    lm = parser.add_argument_group("the lm task (decoder-only language model)")
+    lm.add_argument("--style", choices=["gpt2", "llama"], default="gpt2")
+    lm.add_argument("--context", type=int, default=64, help="tokens per training window")
+    lm.add_argument("--tokenizer", choices=["char", "bpe"], default="char")
+    lm.add_argument("--vocab-size", type=int, default=512, help="BPE vocabulary size (with --tokenizer bpe)")
+    lm.add_argument("--kv-heads", type=int, default=None, help="K/V heads (llama style; default: --heads)")
+    lm.add_argument("--min-lr", type=float, default=1e-4, help="where the cosine decay ends")
+    lm.add_argument("--beta2", type=float, default=0.99)
+    lm.add_argument("--eval-every", type=int, default=0, help="held-out loss every N steps (0: at the end)")
+    lm.add_argument("--corpus-chars", type=int, default=None, help="use only the first N characters")
     return parser
+
+
+def main_lm(args: argparse.Namespace) -> dict[str, float]:
+    """The lm task: tokenizer, model, training and the held-out loss in bits per character."""
+    from .bpe import train_bpe
+    from .corpus import load_stdlib_text
+    from .lm_data import bits_per_character
+    from .lm_training import LMConfig, LMTrainConfig, build_language_model, save_language_model, train_language_model
+    from .utils import seed_everything
+
+    text = load_stdlib_text().text[: args.corpus_chars]
+    cut = int(len(text) * 0.9)  # the last 10% of the text is held out, tokenizer included
+    alphabet = len(set(text[:cut])) + 1
+    tokenizer = train_bpe(text[:cut], args.vocab_size if args.tokenizer == "bpe" else alphabet)
+    train_ids = torch.tensor(tokenizer.to_tokenizers().encode(text[:cut]).ids)
+    held_out_ids = torch.tensor(tokenizer.to_tokenizers().encode(text[cut:]).ids)
+    config = LMConfig(
+        style=args.style,
+        d_model=args.d_model,
+        num_layers=args.layers,
+        num_heads=args.heads,
+        num_kv_heads=args.kv_heads,
+        d_ff=args.d_ff,
+        context=args.context,
+        dropout=args.dropout,
+    )
+    train_config = LMTrainConfig(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        min_lr=args.min_lr,
+        warmup=args.warmup,
+        betas=(0.9, args.beta2),
+        weight_decay=args.weight_decay,
+        clip_norm=args.clip_norm or None,
+        seed=args.seed,
+        eval_every=args.eval_every,
+    )
+    seed_everything(args.seed)
+    model = build_language_model(config, tokenizer.vocab_size)
+    print(
+        f"task lm: {len(text):,} characters ({len(text) - cut:,} held out), {tokenizer.vocab_size} {args.tokenizer} "
+        f"tokens, {len(text[:cut]) / len(train_ids):.2f} characters per token; {count_parameters(model):,} parameters"
+    )
+    history = train_language_model(
+        model, train_ids, held_out_ids, config.context, train_config, progress=not args.quiet, eval_windows=None
+    )
+    bpc = bits_per_character(history.eval_loss[-1], len(held_out_ids), len(text) - cut)
+    print(
+        f"{history.steps} steps in {history.seconds:.1f} s ({history.tokens_per_second:,.0f} tokens/s); "
+        f"held-out loss {history.eval_loss[-1]:.3f} nats/token = {bpc:.3f} bits/character"
+    )
+    if args.history_out:
+        with open(args.history_out, "w") as f:
+            json.dump({"loss": history.loss, "eval_steps": history.eval_steps, "eval_loss": history.eval_loss}, f)
+    if args.out:
+        extra = {"bits_per_character": bpc, "train_seconds": history.seconds, "train_config": vars(args)}
+        print(f"model saved to {save_language_model(args.out, model, config, tokenizer, extra)}")
+    return {"held_out_nats_per_token": history.eval_loss[-1], "bits_per_character": bpc}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
@@ -67,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     if args.threads < 1:
         raise SystemExit(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
+    if args.task == "lm":
+        return main_lm(args)
     device = get_device(args.device)
     distributed = init_from_environment(device)  # set when launched by torchrun with several processes
     if distributed is not None:
@@ -79,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         num_heads=args.heads,
         num_encoder_layers=args.layers,
         num_decoder_layers=args.layers,
-        d_ff=args.d_ff,
+        d_ff=256 if args.d_ff is None else args.d_ff,
         dropout=args.dropout,
         positional=args.positional,
     )

@@ -1,0 +1,99 @@
+"""Language-model training: both styles learn a text, runs repeat, files round-trip, bad settings are named."""
+
+import math
+
+import pytest
+import torch
+
+from transformer_course.bpe import train_bpe
+from transformer_course.decoding import generate
+from transformer_course.lm_data import split_by_position
+from transformer_course.lm_training import (
+    LMConfig,
+    LMTrainConfig,
+    build_language_model,
+    held_out_loss,
+    load_language_model,
+    save_language_model,
+    train_language_model,
+)
+
+TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
+SMALL = {"d_model": 32, "num_layers": 2, "num_heads": 4, "context": 16}
+
+
+@pytest.fixture(scope="module")
+def data():
+    tokenizer = train_bpe(TEXT, 40)
+    ids = torch.tensor(tokenizer.encode(TEXT))
+    return tokenizer, *split_by_position(ids, 0.1)
+
+
+@pytest.mark.parametrize("style, extra", [("gpt2", {}), ("llama", {"num_kv_heads": 2})])
+def test_both_styles_learn_the_text(data, style, extra):
+    tokenizer, train_ids, held_out_ids = data
+    config = LMConfig(style=style, **SMALL, **extra)
+    torch.manual_seed(0)
+    model = build_language_model(config, tokenizer.vocab_size)
+    before = held_out_loss(model, held_out_ids, config.context)
+    history = train_language_model(
+        model, train_ids, held_out_ids, config.context, LMTrainConfig(steps=150, lr=3e-3, warmup=10, eval_every=50)
+    )
+    assert history.steps == 150 and history.eval_steps == [50, 100, 150]
+    assert history.eval_loss[-1] < 0.5 * before  # a repetitive text is easy: the loss falls by more than half
+    assert history.tokens_seen == 150 * 12 * config.context
+
+
+@pytest.mark.parametrize("style", ["gpt2", "llama"])
+def test_an_untrained_model_starts_near_the_uniform_loss(style):
+    torch.manual_seed(0)
+    model = build_language_model(LMConfig(style=style, d_model=128, context=16), 200)
+    loss = held_out_loss(model, torch.randint(0, 200, (2000,), generator=torch.Generator().manual_seed(0)), 16)
+    assert abs(loss - math.log(200)) < 1.0, loss
+
+
+def test_a_seeded_run_repeats(data):
+    tokenizer, train_ids, held_out_ids = data
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(1)
+        model = build_language_model(LMConfig(**SMALL), tokenizer.vocab_size)
+        runs.append(train_language_model(model, train_ids, held_out_ids, 16, LMTrainConfig(steps=20, warmup=2)).loss)
+    assert runs[0] == runs[1]
+
+
+def test_a_time_budget_stops_early_and_still_evaluates(data):
+    tokenizer, train_ids, held_out_ids = data
+    model = build_language_model(LMConfig(**SMALL), tokenizer.vocab_size)
+    history = train_language_model(model, train_ids, held_out_ids, 16, LMTrainConfig(steps=10_000), seconds=0.0)
+    assert history.steps == 1 and history.eval_steps == [1]
+
+
+def test_save_and_load_round_trip(data, tmp_path):
+    tokenizer, _, held_out_ids = data
+    config = LMConfig(style="llama", **SMALL, num_kv_heads=1)
+    model = build_language_model(config, tokenizer.vocab_size).eval()
+    path = save_language_model(tmp_path / "lm.safetensors", model, config, tokenizer, {"note": "test"})
+    loaded, loaded_tokenizer, loaded_config, extra = load_language_model(path)
+    x = held_out_ids[:16][None]
+    assert torch.equal(loaded(x), model(x))
+    assert loaded_config == config and extra == {"note": "test"}
+    assert loaded_tokenizer.tokens == tokenizer.tokens and loaded_tokenizer.merges == tokenizer.merges
+    prompt = torch.tensor([tokenizer.encode("the cat")])
+    out = generate(loaded, prompt, 30, greedy=True)
+    assert out.shape == (1, prompt.shape[1] + 30)  # generation slides the window past the context of 16
+
+
+def test_bad_settings_are_named(tmp_path):
+    with pytest.raises(ValueError, match="style"):
+        LMConfig(style="bert")
+    with pytest.raises(ValueError, match="num_kv_heads=2 needs style='llama'"):
+        LMConfig(num_kv_heads=2)
+    with pytest.raises(ValueError, match="warmup=100 must be smaller than steps=50"):
+        LMTrainConfig(steps=50)
+    with pytest.raises(ValueError, match="need 0 <= min_lr <= lr"):
+        LMTrainConfig(lr=1e-4, min_lr=1e-3)
+    with pytest.raises(ValueError, match="fewer than one window of context=16"):
+        held_out_loss(build_language_model(LMConfig(**SMALL), 10), torch.arange(10), 16)
+    with pytest.raises(ValueError, match="no language-model file"):
+        load_language_model(tmp_path / "missing.safetensors")
