@@ -284,6 +284,31 @@ def test_generate_sampling_is_reproducible_filtered_and_respects_bans():
     torch.testing.assert_close(top1, greedy)
 
 
+def test_generate_with_a_kv_cache_gives_the_same_tokens():
+    from transformer_course.modern_block import ModernDecoderLM
+
+    torch.manual_seed(0)
+    model = ModernDecoderLM(VOCAB, 32, 2, 4, num_kv_heads=2, max_len=64).eval()
+    prompt = torch.randint(0, VOCAB, (3, 5))
+    torch.testing.assert_close(
+        generate(model, prompt, 20, greedy=True, use_cache=True), generate(model, prompt, 20, greedy=True)
+    )
+    sampled = [
+        generate(model, prompt, 20, top_p=0.9, generator=torch.Generator().manual_seed(3), use_cache=cached)
+        for cached in (True, False)
+    ]
+    torch.testing.assert_close(*sampled)
+    calls = []
+    model.register_forward_pre_hook(lambda module, args: calls.append(args[0].shape[1]))
+    generate(model, prompt, 4, greedy=True, use_cache=True)
+    assert calls == [5, 1, 1, 1]  # the prompt once, then one token per step
+    with pytest.raises(ValueError, match=r"the prompt \(5\) plus max_new_tokens \(60\) exceed its max_len=64"):
+        model.max_len = 64
+        generate(model, prompt, 60, use_cache=True)
+    with pytest.raises(ValueError, match="use_cache needs a model with a new_cache"):
+        generate(_gpt(), prompt, 3, use_cache=True)
+
+
 def test_generate_rejects_bad_arguments():
     model = _gpt()
     with pytest.raises(ValueError, match="model must be a language model"):

@@ -330,6 +330,7 @@ def generate(
     greedy: bool = False,
     generator: torch.Generator | None = None,
     banned: Sequence[int] = (),
+    use_cache: bool = False,
 ) -> Tensor:
     """Continue every prompt of a batch at once, one token per step, with a decoder-only language model.
 
@@ -341,6 +342,11 @@ def generate(
     likely one (``greedy=True``) or is drawn from :func:`next_token_probs` (temperature, top-k, top-p).
     ``banned`` ids (for example ``<pad>`` and ``<unk>``) are never produced. Returns (batch, len_p +
     max_new_tokens): the prompts and their continuations. Put the model in eval mode first.
+
+    ``use_cache=True`` (for a model with ``new_cache()`` whose forward takes ``(new_ids, caches)``, such as
+    :class:`~transformer_course.modern_block.ModernDecoderLM`) feeds the prompt once and then only each new token,
+    reusing the keys and values of the earlier positions: the same tokens, far less work per step. The cache keeps
+    every position, so the prompt and the new tokens must fit in the model's ``max_len``.
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a language model (an nn.Module), got {type(model).__name__}")
@@ -349,9 +355,21 @@ def generate(
     window = getattr(model, "max_len", None) or prompt.shape[1] + max_new_tokens
     if not greedy:
         next_token_probs(torch.zeros(2), temperature, top_k, top_p)  # validates the settings
+    if use_cache:
+        if not callable(getattr(model, "new_cache", None)):
+            raise ValueError(f"use_cache needs a model with a new_cache() method, got {type(model).__name__}")
+        if prompt.shape[1] + max_new_tokens > window:
+            raise ValueError(
+                f"with use_cache the model attends to every position: the prompt ({prompt.shape[1]}) plus "
+                f"max_new_tokens ({max_new_tokens}) exceed its max_len={window}"
+            )
+        caches = model.new_cache()
     tokens = prompt
-    for _ in range(max_new_tokens):
-        logits = model(tokens[:, -window:])[:, -1].float()  # (batch, vocab) for the next position
+    for step in range(max_new_tokens):
+        if use_cache:  # the whole prompt once, then only the newest token
+            logits = model(tokens if step == 0 else tokens[:, -1:], caches)[:, -1].float()
+        else:
+            logits = model(tokens[:, -window:])[:, -1].float()  # (batch, vocab) for the next position
         if banned:
             logits[:, list(banned)] = float("-inf")
         if greedy:
