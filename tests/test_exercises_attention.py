@@ -216,7 +216,7 @@ def test_entropy_checker_says_not_attempted(capsys):
         (lambda w: (w * torch.log(w).nan_to_num(0.0, neginf=0.0)).sum(-1), "minus sign"),
         (lambda w: -(w * torch.log2(w).nan_to_num(0.0, neginf=0.0)).sum(-1), "natural log"),
         (lambda w: -(w * torch.log(w).nan_to_num(0.0, neginf=0.0)).sum(), "shape"),
-        (lambda w: -(w * torch.log(w).nan_to_num(0.0, neginf=0.0)).sum(0), "shape"),
+        (lambda w: -(w * torch.log(w).nan_to_num(0.0, neginf=0.0)).sum(0), "(one value per row: sum over the last"),
         (lambda w: -(torch.log(w).nan_to_num(0.0, neginf=0.0)).sum(-1), "differs"),
     ],
     ids=["nan", "sign", "bits", "sum-all", "sum-first-dim", "no-weighting"],

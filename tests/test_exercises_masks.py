@@ -74,6 +74,12 @@ def _filled(len_q, len_k, value, diagonal=None, transpose=False):
 _INF = float("-inf")
 
 
+def test_causal_checker_hints_name_column_i_on_the_square_case(capsys):
+    assert not ex.check_causal_additive_mask(lambda q, k: _filled(q, k, _INF, diagonal=k - q))
+    out = capsys.readouterr().out
+    assert "(3, 3)" in out and "column i)" in out and "0 + i" not in out
+
+
 def test_causal_checker_accepts_the_package_mask_and_a_triu_of_minus_inf(capsys):
     assert ex.check_causal_additive_mask(
         lambda q, k: torch.zeros(q, k).masked_fill(~causal_mask(q, k, offset=k - q)[0, 0], _INF)
@@ -148,6 +154,37 @@ def _zeroed_after(scores, mask):
     return torch.softmax(scores, dim=-1) * mask
 
 
+def _minus_1e9_then_zeroed(scores, mask):
+    """Right in float32 (the uniform rows are zeroed afterwards), but -1e9 does not fit in float16."""
+    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1).masked_fill(~mask, 0.0)
+
+
+def _minus_inf_without_nan(scores, mask):
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1).nan_to_num(0.0)
+
+
+def _float16_min_then_zeroed(scores, mask):
+    return torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1).masked_fill(~mask, 0.0)
+
+
+def _upcast(scores, mask):
+    return ex.reference_masked_softmax(scores.float(), mask)
+
+
+def test_masked_softmax_cases_include_float16_with_empty_rows():
+    half = [(scores, mask) for _, scores, mask in ex._softmax_cases() if scores.dtype == torch.float16]
+    assert len(half) == 1 and (~half[0][1].any(dim=-1)).any()
+    assert ex.check_masked_softmax(_minus_inf_without_nan) is True
+
+
+@pytest.mark.parametrize(
+    "fn", [_minus_inf_without_nan, _float16_min_then_zeroed, _upcast], ids=["nan-to-num", "finfo", "upcast"]
+)
+def test_masked_softmax_checker_accepts_other_right_answers(fn, capsys):
+    assert ex.check_masked_softmax(fn)
+    assert capsys.readouterr().out == f"{LABELS[ex.check_masked_softmax]}: correct!\n"
+
+
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -155,11 +192,12 @@ def _zeroed_after(scores, mask):
         (_minus_1e9, "came out uniform"),
         (lambda s, m: ex.reference_masked_softmax(s, ~m), "inverted mask"),
         (_zeroed_after, "do not sum to 1"),
+        (_minus_1e9_then_zeroed, "float16 holds nothing beyond +-65504"),
         (lambda s, m: torch.softmax(s, dim=-1), "give weight to masked keys"),
         (lambda s, m: ex.reference_masked_softmax(s, m)[..., :-1], "(the scores' shape)"),
         (lambda s, m: ex.reference_masked_softmax(s * 2, m), "differs"),
     ],
-    ids=["nan", "uniform", "inverted", "zeroed-after", "unmasked", "shape", "wrong-values"],
+    ids=["nan", "uniform", "inverted", "zeroed-after", "minus-1e9-float16", "unmasked", "shape", "wrong-values"],
 )
 def test_masked_softmax_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_masked_softmax(wrong)

@@ -20,9 +20,19 @@ def test_reference_split_and_merge_equal_the_package():
     torch.testing.assert_close(ex.reference_merge_heads(ex.reference_split_heads(x, 3)), x)
 
 
-def test_reference_multi_head_attention_equals_the_package():
-    inputs = ex._mha_inputs()
-    torch.testing.assert_close(ex.reference_multi_head_attention(*inputs), ex.package_multi_head_attention(*inputs))
+def test_reference_multi_head_attention_equals_pytorch_and_the_package():
+    for case in ex._MHA_CASES:  # d_v != d_k: the expected answer comes from F.scaled_dot_product_attention
+        inputs = ex._mha_inputs(*case)
+        torch.testing.assert_close(ex.reference_multi_head_attention(*inputs), ex.torch_multi_head_attention(*inputs))
+    for case in ((12, 3, 4, 4), (12, 3, 2, 2)):  # d_v = d_k, with and without d_k = d_model / num_heads
+        inputs = ex._mha_inputs(*case)
+        torch.testing.assert_close(ex.reference_multi_head_attention(*inputs), ex.package_multi_head_attention(*inputs))
+
+
+def test_mha_cases_have_widths_that_cannot_be_confused():
+    for d_model, heads, d_k, d_v in ex._MHA_CASES:
+        scales = {d_k, d_v, d_model, heads * d_k}
+        assert len(scales) == 4 and d_k != d_model // heads and heads * d_v != d_model
 
 
 def test_reference_remove_head_equals_the_hook_and_leaves_the_original_alone():
@@ -41,7 +51,7 @@ def test_reference_remove_head_equals_the_hook_and_leaves_the_original_alone():
 
 LABELS = {
     ex.check_remove_head: "Exercise 5.1 (switch a head off in the weights)",
-    ex.check_multi_head_attention: "Exercise 5.2 (multi-head attention from matrices)",
+    ex.check_multi_head_attention: "Exercise 5.2 (multi-head attention, d_v != d_k)",
 }
 
 
@@ -143,30 +153,47 @@ def _direct_view(x_q, x_kv, w_q, w_k, w_v, w_o, h):
 
     q, k, v = split(x_q @ w_q), split(x_kv @ w_k), split(x_kv @ w_v)
     out = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
-    return out.reshape(x_q.shape) @ w_o
+    return out.reshape(x_q.shape[0], x_q.shape[1], -1) @ w_o
 
 
 def _view_after_transpose(x_q, x_kv, w_q, w_k, w_v, w_o, h):
     q, k, v = (ex.reference_split_heads(t, h) for t in (x_q @ w_q, x_kv @ w_k, x_kv @ w_v))
     out = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
-    return out.transpose(1, 2).view(x_q.shape) @ w_o
+    return out.transpose(1, 2).view(x_q.shape[0], x_q.shape[1], -1) @ w_o
+
+
+def _square_heads(x_q, x_kv, w_q, w_k, w_v, w_o, h):
+    """Copied from the notebook's section 2: d_k = d_model // num_heads for every split."""
+    d_k = x_q.shape[-1] // h
+
+    def split(t):
+        return t.view(t.shape[0], t.shape[1], h, d_k).transpose(1, 2)
+
+    q, k, v = split(x_q @ w_q), split(x_kv @ w_k), split(x_kv @ w_v)
+    out = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1) @ v
+    return ex.reference_merge_heads(out) @ w_o
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
         (lambda *a: _attention(*a, scale=math.sqrt(a[2].shape[0])), "not sqrt(d_model)"),
+        (lambda *a: _attention(*a, scale=math.sqrt(a[4].shape[1] // a[6])), "d_v, the width of its values"),
+        (lambda *a: _attention(*a, scale=math.sqrt(a[2].shape[1])), "all heads' query width"),
         (lambda *a: _attention(*a, scale=1.0), "divide the scores by sqrt(d_k)"),
         (lambda *a: _attention(*a, dim=-2), "softmax over the keys"),
-        (lambda *a: _attention(*a, use_w_o=False), "apply w_o"),
+        (lambda *a: _attention(*a, use_w_o=False), "apply w_o after merging"),
         (lambda *a: _attention(*a, self_only=True), "differs"),
         (lambda x_q, x_kv, *rest: ex.reference_multi_head_attention(x_kv, x_q, *rest), "one row per query"),
         (_direct_view, "the reshape trap of section 3"),
         (lambda *a: ex.reference_multi_head_attention(*a[:2], *(w.T for w in a[2:6]), a[6]), "maths convention"),
         (_view_after_transpose, "not contiguous"),
+        (_square_heads, "a head is not d_model / num_heads wide"),
     ],
     ids=[
         "sqrt-d-model",
+        "sqrt-d-v",
+        "sqrt-all-heads",
         "unscaled",
         "softmax-dim",
         "no-w-o",
@@ -175,6 +202,7 @@ def _view_after_transpose(x_q, x_kv, w_q, w_k, w_v, w_o, h):
         "direct-view",
         "nn-linear-convention",
         "view-after-transpose",
+        "d-model-over-heads",
     ],
 )
 def test_mha_checker_rejects_typical_mistakes(wrong, hint, capsys):

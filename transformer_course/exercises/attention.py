@@ -184,7 +184,7 @@ def _check_entropy(fn: Callable[[Tensor], Tensor]) -> None:
         out = fn(weights.clone())
         expected = reference_attention_entropy(weights)
         label = f"the entropy of {what}"
-        expect_tensor(out, label, expected.shape, "- one value per row (sum over the last dim only)")
+        expect_tensor(out, label, expected.shape, "(one value per row: sum over the last dim only)")
         o = out.detach().double()
         e = expected.double()
         expect(not torch.isnan(o).any().item(), f"{label} contains NaN: count 0 * ln 0 as 0 (mask the zeros).")

@@ -1,10 +1,10 @@
 """Exercises of notebook 07 (feed-forward, residuals, normalisation): checkers and reference solutions.
 
-1. :func:`check_layer_norm_channels_first`: LayerNorm of a ``(batch, d, n)`` tensor, the layout of ``nn.Conv1d``,
-   ``layer_norm_channels_first(x, gamma, beta, eps)``.
-2. :func:`check_residual_branch_init`: initialise a residual branch for its depth, ``init_(block, depth)``.
-3. :func:`check_deepnorm_sublayer`: a DeepNorm sub-layer (Post-LN with the residual path weighted by alpha) with
-   dropout, ``deepnorm_sublayer(x, sublayer, norm, dropout, alpha)``.
+7.1 :func:`check_layer_norm_channels_first`: LayerNorm of a ``(batch, d, n)`` tensor, the layout of ``nn.Conv1d``,
+    ``layer_norm_channels_first(x, gamma, beta, eps)``.
+7.2 :func:`check_residual_branch_init`: initialise a residual branch for its depth, ``init_(block, depth)``.
+7.3 :func:`check_deepnorm_sublayer`: a DeepNorm sub-layer (Post-LN with the residual path weighted by alpha) with
+    dropout, ``deepnorm_sublayer(x, sublayer, norm, dropout, alpha)``.
 """
 
 from __future__ import annotations

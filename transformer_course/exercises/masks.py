@@ -5,7 +5,7 @@
 6.2 ``check_padding_mask_from_lengths(fn)``: ``fn(lengths, max_len)`` returns the bool padding mask
     (batch, 1, 1, max_len), ``True`` at real tokens.
 6.3 ``check_masked_softmax(fn)``: ``fn(scores, mask)`` returns softmax weights that ignore masked keys and are all
-    zero in a row whose keys are all masked (no NaN, no uniform row).
+    zero in a row whose keys are all masked (no NaN, no uniform row), in float32 and in float16.
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -79,6 +79,7 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
         if torch.equal(o, expected.double()):
             continue
         offset = len_k - len_q
+        row_pos = f"{offset} + i" if offset else "i"  # the position of query row i, as the hints write it
         own = o[torch.arange(len_q), torch.arange(len_q) + offset]  # each query's own position
         if len_q == len_k and len_q > 1 and torch.equal(o, expected.T.double()):
             raise ExerciseMistake(
@@ -90,17 +91,17 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
         if len_q != len_k and torch.equal(o, _top_left(len_q, len_k).double()):
             raise ExerciseMistake(
                 f"{label} treats the queries as the FIRST {len_q} positions. They are the LAST {len_q} of {len_k}: "
-                f"query row i sits at position {offset} + i and may see every key up to that one. Shift the "
+                f"query row i sits at position {row_pos} and may see every key up to that one. Shift the "
                 "diagonal: torch.triu(..., diagonal=...) takes it as an argument."
             )
         if torch.equal(o.isinf(), ~expected.isinf()):
             raise ExerciseMistake(
                 f"{label} is inverted: it blocks the keys a query may see and keeps the ones after it. 0 goes "
-                f"where j <= {offset} + i, -inf where j > {offset} + i."
+                f"where j <= {row_pos}, -inf where j > {row_pos}."
             )
         if torch.isinf(own).any():
             raise ExerciseMistake(
-                f"{label} blocks a query's own position (row i, column {offset} + i): a position may attend to "
+                f"{label} blocks a query's own position (row i, column {row_pos}): a position may attend to "
                 "itself, only the keys after it are -inf (one more than the diagonal you used)."
             )
         visible = ~torch.ones(len_q, len_k, dtype=torch.bool).triu(offset + 1)
@@ -112,7 +113,7 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
         if (~visible).any() and (o[visible] == 1).all() and (o[~visible] == 0).all():
             raise ExerciseMistake(f"{label} is a 1/0 multiplier; the additive mask is 0 (keep) and -inf (block).")
         raise ExerciseMistake(
-            f"{label} is not 0 where query i may look (keys j <= {offset} + i) and -inf at the keys after it."
+            f"{label} is not 0 where query i may look (keys j <= {row_pos}) and -inf at the keys after it."
         )
 
 
@@ -182,14 +183,30 @@ def _softmax_cases() -> list[tuple[str, Tensor, Tensor]]:
         ("a padding mask (batch, 1, 1, len_k)", torch.randn(2, 3, 4, 4, generator=g), padding),
         ("a left-padded causal mask with fully masked rows", torch.randn(1, 2, 4, 4, generator=g) * 3, left_padded),
         ("a (3, 5) mask whose row 1 is all False", torch.randn(3, 5, generator=g), empty_row),
+        (
+            "half-precision (float16) scores and fully masked rows",
+            (torch.randn(1, 2, 4, 4, generator=g) * 3).half(),
+            left_padded,
+        ),
     ]
 
 
 def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
     for what, scores, mask in _softmax_cases():
-        out = fn(scores.clone(), mask.clone())
+        half = scores.dtype == torch.float16
+        try:
+            out = fn(scores.clone(), mask.clone())
+        except RuntimeError as error:
+            if half and "overflow" in str(error):
+                raise ExerciseMistake(
+                    f'on {what}, your code raised "{error}". float16 holds nothing beyond +-65504, so a '
+                    "finite stand-in like -1e9 cannot even be stored (section 6). Fill with float('-inf') and "
+                    "handle the rows that have no visible key, or use torch.finfo(scores.dtype).min."
+                ) from error
+            raise
         label = f"the weights for {what}"
-        expected = reference_masked_softmax(scores, mask)
+        expected = reference_masked_softmax(scores.float(), mask)  # float16 scores: compared in float32
+        tolerance = 2e-3 if half else 1e-5  # float16 keeps about 3 significant digits
         expect_tensor(out, label, expected.shape, "(the scores' shape)")
         o = out.detach().double()
         full_mask = mask.expand_as(scores)
@@ -211,12 +228,12 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
                 raise ExerciseMistake(f"{label} use the inverted mask: True means MAY attend.")
             raise ExerciseMistake(f"{label} give weight to masked keys; those weights must be exactly 0.")
         sums = o.sum(-1)[~empty]
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+        if not torch.allclose(sums, torch.ones_like(sums), atol=5 * tolerance):
             raise ExerciseMistake(
                 f"{label}: rows with visible keys do not sum to 1. Mask the scores (with -inf) BEFORE the softmax, "
                 "over the last dim; zeroing weights after it leaves rows that sum to less than 1."
             )
-        expect_close(out, expected, label)
+        expect_close(out, expected, label, atol=tolerance, rtol=0.0 if half else 1e-4)
 
 
 def check_masked_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> bool:

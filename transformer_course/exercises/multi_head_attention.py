@@ -3,7 +3,8 @@
 5.1 ``check_remove_head(fn)``: ``fn(mha, head)`` returns a copy of a ``MultiHeadAttention`` whose output equals the
     original's with one head switched off, by changing weights only.
 5.2 ``check_multi_head_attention(fn)``: ``fn(x_q, x_kv, w_q, w_k, w_v, w_o, num_heads)`` is multi-head attention
-    written with plain matrices (no biases), ``Q = x_q @ w_q`` and so on.
+    written with plain matrices (no biases), ``Q = x_q @ w_q`` and so on, with heads of width d_k for the queries
+    and keys and d_v for the values, neither of them d_model / num_heads.
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -15,6 +16,7 @@ import math
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention
@@ -24,12 +26,11 @@ from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
 def reference_split_heads(x: Tensor, num_heads: int) -> Tensor:
     """Split the features into heads (notebook 05, section 2; used by the reference of exercise 5.2).
 
-    x: (batch, len, d_model) with d_model = num_heads * d_k. Returns (batch, heads, len, d_k); head i (counted
-    from 0) holds the contiguous features i * d_k ... (i + 1) * d_k - 1.
+    x: (batch, len, num_heads * d). Returns (batch, heads, len, d); head i (counted from 0) holds the contiguous
+    features i * d ... (i + 1) * d - 1.
     """
-    batch, length, d_model = x.shape
-    d_k = d_model // num_heads
-    return x.view(batch, length, num_heads, d_k).transpose(1, 2)  # cut the features, then move heads forward
+    batch, length, _ = x.shape
+    return x.view(batch, length, num_heads, -1).transpose(1, 2)  # cut the features, then move heads forward
 
 
 def reference_merge_heads(x: Tensor) -> Tensor:
@@ -47,14 +48,15 @@ def reference_multi_head_attention(
     """Reference solution of exercise 5.2.
 
     x_q: (batch, len_q, d_model) gives the queries; x_kv: (batch, len_k, d_model) the keys and values (the same
-    tensor for self-attention). w_q, w_k, w_v, w_o: (d_model, d_model), used as ``x @ w``.
+    tensor for self-attention). w_q, w_k: (d_model, num_heads * d_k); w_v: (d_model, num_heads * d_v);
+    w_o: (num_heads * d_v, d_model); all used as ``x @ w``. Each head's widths follow from the shapes.
     Returns (batch, len_q, d_model) = Concat(head_0, ..., head_{h-1}) @ w_o.
     """
     q = reference_split_heads(x_q @ w_q, num_heads)  # (batch, heads, len_q, d_k)
     k = reference_split_heads(x_kv @ w_k, num_heads)  # (batch, heads, len_k, d_k)
-    v = reference_split_heads(x_kv @ w_v, num_heads)  # (batch, heads, len_k, d_k)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # scale by sqrt(d_k) of ONE head
-    heads = torch.softmax(scores, dim=-1) @ v  # (batch, heads, len_q, d_k)
+    v = reference_split_heads(x_kv @ w_v, num_heads)  # (batch, heads, len_k, d_v)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # scale by sqrt(d_k) of ONE head, not d_v
+    heads = torch.softmax(scores, dim=-1) @ v  # (batch, heads, len_q, d_v)
     return reference_merge_heads(heads) @ w_o
 
 
@@ -197,46 +199,87 @@ def check_remove_head(fn: Callable[[MultiHeadAttention, int], MultiHeadAttention
 
 
 # --------------------------------------------------------------------------------------------- exercise 5.2
-def _mha_inputs() -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, int]:
-    """Cross-attention with len_q != len_k, so mixing up which input gives the keys shows up."""
-    g = torch.Generator().manual_seed(53)
-    d_model, heads = 12, 3
+# (d_model, num_heads, d_k, d_v) of the checker's two cases: heads narrower than d_model / num_heads, values wider
+# than the queries and keys, then the other way round, so that sqrt(d_k) and sqrt(d_v) cannot be confused.
+_MHA_CASES = ((12, 3, 2, 5), (8, 2, 6, 3))
+
+
+def _mha_inputs(
+    d_model: int = 12, heads: int = 3, d_k: int = 2, d_v: int = 5, seed: int = 53
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, int]:
+    """Cross-attention with len_q != len_k, so mixing up which input gives the keys shows up.
+
+    w_q, w_k: (d_model, heads * d_k); w_v: (d_model, heads * d_v); w_o: (heads * d_v, d_model).
+    """
+    g = torch.Generator().manual_seed(seed)
     x_q = torch.randn(2, 4, d_model, generator=g)
     x_kv = torch.randn(2, 6, d_model, generator=g)
-    w_q, w_k, w_v, w_o = (torch.randn(d_model, d_model, generator=g) / math.sqrt(d_model) for _ in range(4))
+    w_q, w_k = (torch.randn(d_model, heads * d_k, generator=g) / math.sqrt(d_model) for _ in range(2))
+    w_v = torch.randn(d_model, heads * d_v, generator=g) / math.sqrt(d_model)
+    w_o = torch.randn(heads * d_v, d_model, generator=g) / math.sqrt(heads * d_v)
     return x_q, x_kv, w_q, w_k, w_v, w_o, heads
+
+
+def torch_multi_head_attention(
+    x_q: Tensor, x_kv: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor, num_heads: int
+) -> Tensor:
+    """The expected answer, with PyTorch's ``F.scaled_dot_product_attention`` doing each head's attention (it scales
+    by the square root of the queries' width, d_k, and accepts values of another width d_v)."""
+    q, k, v = (reference_split_heads(t, num_heads) for t in (x_q @ w_q, x_kv @ w_k, x_kv @ w_v))
+    return reference_merge_heads(F.scaled_dot_product_attention(q, k, v)) @ w_o
 
 
 def package_multi_head_attention(
     x_q: Tensor, x_kv: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor, num_heads: int
 ) -> Tensor:
-    """The same computation done by the package's :class:`MultiHeadAttention` (nn.Linear stores W transposed)."""
-    mha = MultiHeadAttention(w_q.shape[0], num_heads, bias=False)
+    """The same computation done by the package's :class:`MultiHeadAttention`, which needs d_v = d_k (nn.Linear
+    stores W transposed)."""
+    mha = MultiHeadAttention(w_q.shape[0], num_heads, bias=False, head_dim=w_q.shape[1] // num_heads)
     with torch.no_grad():
         for linear, w in ((mha.w_q, w_q), (mha.w_k, w_k), (mha.w_v, w_v), (mha.w_o, w_o)):
             linear.weight.copy_(w.T)
         return mha(x_q, x_kv, x_kv)
 
 
-def _check_mha(fn: Callable[..., Tensor]) -> None:
-    x_q, x_kv, w_q, w_k, w_v, w_o, heads = _mha_inputs()
+def _hint_for_shape_error(error: RuntimeError) -> None:
+    message = str(error)
+    if "is invalid for input of size" in message:
+        raise ExerciseMistake(
+            f"a reshape failed ({message}): here a head is not d_model / num_heads wide. Read the widths from the "
+            "weights, d_k = w_q.shape[1] // num_heads and d_v = w_v.shape[1] // num_heads (or let `view` work one "
+            "out with -1)."
+        ) from error
+    if "cannot be multiplied" in message:
+        raise ExerciseMistake(
+            f"a matrix product failed on its shapes ({message}). The matrices are in the maths convention, "
+            "Q = x_q @ w_q with w_q of shape (d_model, num_heads * d_k), and w_o, of shape (num_heads * d_v, "
+            "d_model), multiplies the merged heads: use them as given, not transposed."
+        ) from error
+    _hint_for_view_error(error)
+
+
+def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: int, d_v: int) -> None:
+    x_q, x_kv, w_q, w_k, w_v, w_o, heads = _mha_inputs(d_model, heads, d_k, d_v)
     try:
         out = fn(*(t.clone() for t in (x_q, x_kv, w_q, w_k, w_v, w_o)), heads)
     except RuntimeError as error:
-        _hint_for_view_error(error)
-    expected = package_multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, heads)
+        _hint_for_shape_error(error)
+    expected = torch_multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, heads)
     expect(isinstance(out, Tensor), f"return a torch.Tensor, got {type(out).__name__}")
     if tuple(out.shape) == tuple(x_kv.shape):
         raise ExerciseMistake(
             f"the output has len_k = {x_kv.shape[1]} rows; it should have one row per query "
             f"(len_q = {x_q.shape[1]}): the queries come from x_q, keys and values from x_kv."
         )
+    if tuple(out.shape) == (*x_q.shape[:2], heads * d_v):
+        raise ExerciseMistake(
+            f"the output has num_heads * d_v = {heads * d_v} features, the merged heads: apply w_o after merging "
+            f"them, it maps them back to d_model = {d_model}."
+        )
     expect(
         tuple(out.shape) == tuple(expected.shape),
         f"the output has shape {tuple(out.shape)}, expected (batch, len_q, d_model) = {tuple(expected.shape)}",
     )
-    d_model = w_q.shape[0]
-    d_k = d_model // heads
     q = reference_split_heads(x_q @ w_q, heads)
     k = reference_split_heads(x_kv @ w_k, heads)
     v = reference_split_heads(x_kv @ w_v, heads)
@@ -246,32 +289,42 @@ def _check_mha(fn: Callable[..., Tensor]) -> None:
         return reference_merge_heads(weights @ v) @ w_o
 
     def direct_view(t: Tensor) -> Tensor:  # the reshape trap of section 3: right shape, positions mixed into heads
-        return t.reshape(t.shape[0], heads, t.shape[1], d_k)
+        return t.reshape(t.shape[0], heads, t.shape[1], -1)
 
     qt, kt, vt = direct_view(x_q @ w_q), direct_view(x_kv @ w_k), direct_view(x_kv @ w_v)
-    trapped = torch.softmax(qt @ kt.transpose(-2, -1) / math.sqrt(d_k), -1) @ vt  # (batch, heads, len_q, d_k)
+    trapped = torch.softmax(qt @ kt.transpose(-2, -1) / math.sqrt(d_k), -1) @ vt  # (batch, heads, len_q, d_v)
     hints = [
         (
-            trapped.reshape(x_q.shape[0], x_q.shape[1], d_model) @ w_o,
-            "you split the heads with a direct view to (batch, heads, len, d_k), the reshape trap of section 3: "
-            "view to (batch, len, heads, d_k) first, then transpose(1, 2), and undo both when merging.",
+            trapped.reshape(x_q.shape[0], x_q.shape[1], heads * d_v) @ w_o,
+            "you split the heads with a direct view to (batch, heads, len, d), the reshape trap of section 3: "
+            "view to (batch, len, heads, d) first, then transpose(1, 2), and undo both when merging.",
         ),
         (
-            reference_multi_head_attention(x_q, x_kv, w_q.T, w_k.T, w_v.T, w_o.T, heads),
-            "the matrices here are in the maths convention, Q = x_q @ w_q (shape (d_model, d_model), in x out); "
-            "you used them like nn.Linear weights, transposed. Multiply by w_q itself.",
+            finish(torch.softmax(raw / math.sqrt(d_v), -1)),
+            "scale the scores by sqrt(d_k), the width of one head's queries and keys; d_v, the width of its "
+            "values, does not enter the scores.",
         ),
         (finish(torch.softmax(raw / math.sqrt(d_model), -1)), "scale by sqrt(d_k) of one head, not sqrt(d_model)."),
+        (
+            finish(torch.softmax(raw / math.sqrt(heads * d_k), -1)),
+            "scale by sqrt(d_k) of ONE head (w_q.shape[1] // num_heads), not by the square root of all heads' "
+            "query width together.",
+        ),
         (finish(torch.softmax(raw, -1)), "divide the scores by sqrt(d_k) before the softmax."),
         (finish(torch.softmax(raw / math.sqrt(d_k), -2)), "take the softmax over the keys (dim=-1)."),
-        (reference_merge_heads(torch.softmax(raw / math.sqrt(d_k), -1) @ v), "apply w_o after merging the heads."),
     ]
     for wrong, hint in hints:
         if torch.allclose(out.detach(), wrong, atol=1e-5):
             raise ExerciseMistake(f"close, but: {hint}")
-    expect_close(out, expected, "the multi-head attention output")
+    expect_close(out, expected, f"the multi-head attention output (d_k = {d_k}, d_v = {d_v})")
+
+
+def _check_mha(fn: Callable[..., Tensor]) -> None:
+    for case in _MHA_CASES:
+        _check_mha_case(fn, *case)
 
 
 def check_multi_head_attention(fn: Callable[..., Tensor]) -> bool:
-    """Exercise 5.2: ``fn(x_q, x_kv, w_q, w_k, w_v, w_o, num_heads)`` must equal the package's MultiHeadAttention."""
-    return report("Exercise 5.2 (multi-head attention from matrices)", lambda: _check_mha(fn))
+    """Exercise 5.2: ``fn(x_q, x_kv, w_q, w_k, w_v, w_o, num_heads)`` must compute multi-head attention with heads
+    of width d_k for the queries and keys and d_v for the values, read from the weights' shapes."""
+    return report("Exercise 5.2 (multi-head attention, d_v != d_k)", lambda: _check_mha(fn))
