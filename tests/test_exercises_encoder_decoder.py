@@ -67,8 +67,17 @@ def test_cross_attention_checker(capsys):
         s = ((y @ wq) @ (m @ wk).transpose(-2, -1) / 2.0).masked_fill(~mask[:, None], -1e9)
         return F.softmax(s, 1) @ (m @ wv)
 
+    def swapped_masked(y, m, wq, wk, wv, mask):  # the same slip with the mask applied: the shapes clash
+        s = (m @ wq) @ (y @ wk).transpose(-2, -1) / 2.0
+        return F.softmax(s.masked_fill(~mask[:, None], float("-inf")), -1) @ (y @ wv)
+
+    def inverted_mask(y, m, wq, wk, wv, mask):
+        s = ((y @ wq) @ (m @ wk).transpose(-2, -1) / 2.0).masked_fill(mask[:, None], float("-inf"))
+        return F.softmax(s, -1) @ (m @ wv)
+
     mistakes = {"queries must come from the decoder": swapped, "sqrt(d_k)": unscaled, "src_mask": unmasked,
-                "differs": wrong_axis}  # fmt: skip
+                "differs": wrong_axis, "queries come from y (the decoder)": swapped_masked,
+                "src_mask is True at real tokens": inverted_mask}  # fmt: skip
     for hint, wrong in mistakes.items():
         assert not ex.check_cross_attention(wrong)
         assert hint in capsys.readouterr().out

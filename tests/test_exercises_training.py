@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -101,6 +102,35 @@ def _pytorch_convention(logits, target, eps, pad_id):
     return kl[target != pad_id].mean()
 
 
+def _copied_from_section_4(logits, target, eps, pad_id):
+    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=pad_id, label_smoothing=eps)
+
+
+def _kl_div(reduction, flatten):
+    def loss(logits, target, eps, pad_id):
+        q = ex.annotated_targets(target, logits.shape[-1], eps, pad_id).float()
+        real = target != pad_id
+        log_p = F.log_softmax(logits, -1)
+        if flatten:
+            return F.kl_div(log_p[real], q[real], reduction=reduction)
+        return F.kl_div(log_p, q * real.unsqueeze(-1), reduction=reduction)
+
+    return loss
+
+
+def _v_minus_1_pad_zeroed(logits, target, eps, pad_id):
+    vocab = logits.shape[-1]
+    q = torch.full(logits.shape, eps / (vocab - 1)).scatter(-1, target.unsqueeze(-1), 1 - eps)
+    q[..., pad_id] = 0.0
+    kl = torch.xlogy(q, q) - q * F.log_softmax(logits, -1)
+    return kl.sum(-1)[target != pad_id].mean()
+
+
+def test_smoothed_loss_checker_accepts_kl_div_batchmean_over_the_real_rows(capsys):
+    assert ex.check_smoothed_loss(_kl_div("batchmean", flatten=True))  # rows = real tokens: the right division
+
+
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides")  # the slip under test; PyTorch warns about it
 def test_smoothed_loss_checker_rejects_typical_mistakes(capsys):
     for wrong, hint in [
         (_cross_entropy, "KL"),
@@ -109,6 +139,11 @@ def test_smoothed_loss_checker_rejects_typical_mistakes(capsys):
         (_pad_rows_kept, "drop them"),
         (_mean_over_all_positions, "number of real"),
         (_pytorch_convention, "PyTorch's convention"),
+        (_copied_from_section_4, "F.cross_entropy(..., label_smoothing=eps)"),
+        (_kl_div("mean", flatten=True), 'reduction="mean"'),
+        (_kl_div("mean", flatten=False), 'reduction="mean"'),
+        (_kl_div("batchmean", flatten=False), 'reduction="batchmean"'),
+        (_v_minus_1_pad_zeroed, "summing to less than 1"),
         (lambda lg, t, e, p: F.cross_entropy(lg.transpose(1, 2), t, ignore_index=p, reduction="none"), "one number"),
     ]:
         assert not ex.check_smoothed_loss(wrong), wrong.__name__
@@ -136,6 +171,7 @@ def test_noam_checker_rejects_typical_mistakes(capsys):
     for wrong, hint in [
         (lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "min"),
         (lambda s, d, w: min(s**-0.5, s * w**-1.5), "d_model ** -0.5"),
+        (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**1.5), "negative exponent"),  # a sign slip, not max
         (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5), "expected"),
         (lambda s, d, w: "fast", "number"),
     ]:
@@ -186,6 +222,15 @@ def _floor_v_minus_1(vocab, eps):
     return -(1 - eps) * math.log(1 - eps) - eps * math.log(eps / (vocab - 1))
 
 
+def _floor_from_a_tensor(vocab, eps):
+    """Right for every V small enough to build q (as the cells of section 4 do)."""
+    return float(-torch.xlogy(q := _annotated_targets(1, vocab, eps), q).sum())
+
+
+def _floor_without_the_eps_0_case(vocab, eps):
+    return -(1 - eps) * math.log(1 - eps) - eps * math.log(eps / (vocab - 2))
+
+
 def test_floor_checker_rejects_typical_mistakes(capsys):
     for wrong, hint in [
         (_floor_pytorch, "PyTorch's convention"),
@@ -195,6 +240,9 @@ def test_floor_checker_rejects_typical_mistakes(capsys):
         (lambda v, e: -ex.reference_annotated_floor(v, e), "sign"),
         (lambda v, e: ex.reference_annotated_floor(v, e) / math.log(2), "expected"),  # in bits, not nats
         (lambda v, e: "low", "number"),
+        (_floor_from_a_tensor, "as a formula in V and eps"),
+        (_floor_without_the_eps_0_case, "0 log 0"),
+        (lambda v, e: 0.1 if e == 0 else ex.reference_annotated_floor(v, e), "one-hot"),
     ]:
         assert not ex.check_annotated_floor(wrong)
         assert hint in capsys.readouterr().out

@@ -90,7 +90,16 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
         y, memory = torch.randn(2, 3, 8, generator=g), torch.randn(2, 5, 8, generator=g)
         w_q, w_k, w_v = (torch.randn(8, 4, generator=g) for _ in range(3))
         src_mask = torch.tensor([[True, True, True, True, True], [True, True, True, False, False]])
-        out = cross_attention(y, memory, w_q, w_k, w_v, src_mask)
+        try:
+            out = cross_attention(y, memory, w_q, w_k, w_v, src_mask)
+        except NotImplementedError:  # a RuntimeError too: leave it to report()
+            raise
+        except RuntimeError as error:  # queries from memory: the scores are (len_s, len_t), the mask no longer fits
+            raise ExerciseMistake(
+                f"your code raised RuntimeError ({str(error).splitlines()[0]}); check which input feeds which "
+                "projection: the queries come from y (the decoder), the keys and values from memory (the encoder "
+                "output), so the scores are (batch, len_t, len_s) and src_mask masks their last axis"
+            ) from None
         expected = cross_attention_reference(y, memory, w_q, w_k, w_v, src_mask)
         if isinstance(out, Tensor) and tuple(out.shape) == (2, 5, 4):
             raise ExerciseMistake(
@@ -105,6 +114,13 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
             unmasked = F.softmax(q @ k.transpose(-2, -1) / 2.0, -1) @ v
             if torch.allclose(out, unmasked, atol=1e-5):
                 raise ExerciseMistake("padded source positions must get zero weight: apply src_mask to the keys")
+            inverted = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            inverted = F.softmax(inverted.masked_fill(src_mask[:, None], float("-inf")), -1) @ v
+            if torch.allclose(out, inverted, atol=1e-5, equal_nan=True) or bool(out[0].isnan().any()):
+                raise ExerciseMistake(
+                    "the mask is inverted: src_mask is True at real tokens, so fill the scores with -inf where it "
+                    "is False (~src_mask); the first sequence has no padding, and masking all of it gives nan"
+                )
         expect_close(out, expected, "cross_attention(...)", atol=1e-4)
 
     return report("Exercise 8.2 (cross-attention, one head)", check)

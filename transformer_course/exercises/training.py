@@ -5,7 +5,8 @@
     positions and divided by their number. (The notebook builds PyTorch's convention; this is the transfer.)
 9.2 ``check_noam_rate(fn)``: ``fn(step, d_model, warmup)`` is the paper's warm-up schedule.
 9.3 ``check_annotated_floor(fn)``: ``fn(vocab_size, eps)`` is the lowest value cross-entropy can reach against the
-    Annotated Transformer's smoothed targets (eps / (V - 2) on every class but the target and <pad>): their entropy.
+    Annotated Transformer's smoothed targets (eps / (V - 2) on every class but the target and <pad>): their entropy,
+    as a formula (the checker passes eps = 0 and V = 1e12, too many classes for a tensor or a loop).
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -124,6 +125,29 @@ def _check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> 
             wrong[_kl_variant(logits, target, q_others, real, real.sum())] = (
                 "that spreads eps over V - 1 classes; with the <pad> column at 0, V - 2 classes share it."
             )
+            q_short = torch.full_like(q, eps / (vocab - 1)).scatter(-1, target.unsqueeze(-1), 1 - eps)
+            q_short[..., 0] = 0.0
+            wrong[_kl_variant(logits, target, q_short, real, real.sum())] = (
+                "with the <pad> column at 0, eps/(V-1) on the other classes leaves q summing to less than 1: "
+                "only V - 2 classes (neither the target nor <pad>) share eps, eps/(V-2) each"
+            )
+            flat_logits, flat_target = logits.flatten(0, 1), target.flatten()
+            pytorch_ce = F.cross_entropy(flat_logits.double(), flat_target, ignore_index=0, label_smoothing=eps)
+            wrong[float(pytorch_ce)] = (
+                "that is F.cross_entropy(..., label_smoothing=eps) as in section 4: PyTorch's convention (eps/V on "
+                "every class) and a cross-entropy, not a KL divergence; build the Annotated Transformer's q "
+                "yourself and take sum q (log q - log p)"
+            )
+        q_rows = q * real.unsqueeze(-1)  # the pad rows zeroed, as the Annotated Transformer does
+        for count, how in ((real.sum() * vocab, "real positions"), (target.numel() * vocab, "positions")):
+            wrong[_kl_variant(logits, target, q_rows, every, count)] = (
+                f'F.kl_div(..., reduction="mean") divides by every element ({how} x V classes), not by the number '
+                'of tokens: use reduction="sum" and divide by the number of real tokens'
+            )
+        wrong[_kl_variant(logits, target, q_rows, every, target.shape[0])] = (
+            'reduction="batchmean" divides by the first dimension (here the batch of sequences), not by the number '
+            'of tokens: use reduction="sum" and divide by the number of real tokens'
+        )
         for value, hint in wrong.items():
             if abs(r - value) < 1e-4 and abs(r - float(expected)) > 1e-4:
                 raise ExerciseMistake(f"eps={eps}: {hint}")
@@ -138,20 +162,40 @@ def check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> b
 # --------------------------------------------------------------------------------------------- exercise 9.2
 def _check_noam_rate(fn: Callable[[int, int, int], float]) -> None:
     cases = [(1, 512, 4000), (100, 512, 4000), (4000, 512, 4000), (20000, 512, 4000), (50, 64, 100), (900, 64, 100)]
+    values = []
     for step, d_model, warmup in cases:
         result = fn(step, d_model, warmup)
-        expected = reference_noam_rate(step, d_model, warmup)
         try:
-            value = float(result)
+            values.append(float(result))
         except (TypeError, ValueError):
             raise ExerciseMistake(f"return a number, got {type(result).__name__}") from None
-        if abs(value - d_model**-0.5 * max(step**-0.5, step * warmup**-1.5)) < 1e-12 and abs(value - expected) > 1e-12:
-            raise ExerciseMistake("use min(...), not max(...): the rate follows the smaller of the two curves.")
-        if abs(value - expected * d_model**0.5) < 1e-12:
-            raise ExerciseMistake("multiply by d_model ** -0.5.")
+    expected = [reference_noam_rate(*case) for case in cases]
+
+    def matches(variant: Callable[[int, int, int], float]) -> bool:
+        """Does the answer equal ``variant`` on every case (and differ from the reference somewhere)?"""
+        wrong = [variant(*case) for case in cases]
+        return all(abs(v - w) < 1e-12 for v, w in zip(values, wrong)) and wrong != expected
+
+    # Each slip is recognised on all cases together: at some steps two slips give the same rate.
+    slips = [
+        (
+            lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**1.5),
+            "the warm-up line is step * warmup ** -1.5 (a negative exponent): with warmup ** 1.5 it is so large "
+            "that min(...) always picks step ** -0.5, and there is no warm-up",
+        ),
+        (
+            lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5),
+            "use min(...), not max(...): the rate follows the smaller of the two curves",
+        ),
+        (lambda s, d, w: min(s**-0.5, s * w**-1.5), "multiply by d_model ** -0.5"),
+    ]
+    for variant, hint in slips:
+        if matches(variant):
+            raise ExerciseMistake(hint)
+    for (step, d_model, warmup), value, want in zip(cases, values, expected):
         expect(
-            abs(value - expected) <= 1e-9 * max(1.0, abs(expected)) + 1e-12,
-            f"step={step}, d_model={d_model}, warmup={warmup}: expected {expected:.6g}, got {value:.6g}",
+            abs(value - want) <= 1e-9 * max(1.0, abs(want)) + 1e-12,
+            f"step={step}, d_model={d_model}, warmup={warmup}: expected {want:.6g}, got {value:.6g}",
         )
 
 
@@ -166,12 +210,33 @@ def _entropy(probabilities: list[tuple[float, int]]) -> float:
     return -sum(count * q * math.log(q) for q, count in probabilities if q > 0)
 
 
-_FLOOR_CASES = ((15, 0.1), (37000, 0.1), (5, 0.4), (3, 0.2))
+# The last cases need a formula: at eps = 0 a formula must take 0 log 0 = 0, and V = 1e12 (a float) is far too
+# many classes to build q as a tensor or to loop over.
+_FLOOR_CASES = ((15, 0.1), (37000, 0.1), (5, 0.4), (3, 0.2), (15, 0.0), (1e12, 0.1))
 
 
 def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
     for vocab, eps in _FLOOR_CASES:
-        result = fn(vocab, eps)
+        case = f"V={vocab:g}, eps={eps}"
+        try:
+            result = fn(vocab, eps)
+        except NotImplementedError:  # a RuntimeError too: leave it to report()
+            raise
+        except ValueError as error:
+            if eps == 0:
+                raise ExerciseMistake(
+                    f"{case}: your code raised ValueError ({error}); with eps = 0 the terms eps log(...) are "
+                    "0 log 0, which counts as 0, so the floor is 0: handle eps = 0 on its own"
+                ) from None
+            raise
+        except (TypeError, RuntimeError, MemoryError, OverflowError) as error:
+            if vocab < 1e6:
+                raise
+            raise ExerciseMistake(
+                f"{case}: your code raised {type(error).__name__}; write the floor as a formula in V and eps, "
+                "without a tensor or a loop over the classes: the V - 2 classes that share eps all have the same "
+                "q, so their terms add up to one expression"
+            ) from None
         try:
             value = float(result)
         except (TypeError, ValueError):
@@ -179,7 +244,8 @@ def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
         expected = reference_annotated_floor(vocab, eps)
         if abs(value - expected) <= 1e-9 * max(1.0, expected):
             continue
-        case = f"V={vocab}, eps={eps}"
+        if eps == 0:
+            raise ExerciseMistake(f"{case}: q is one-hot, so its entropy (the floor) is 0; got {value:.6g}")
         wrong = {
             _entropy([(1 - eps + eps / vocab, 1), (eps / vocab, vocab - 1)]): (
                 "that is the floor of PyTorch's convention (eps/V on every class, the target included); here the "
