@@ -7,6 +7,7 @@ def test_as_sentence_capitalises_words_and_adds_a_full_stop():
     assert as_sentence("these are dot products") == "These are dot products."
     assert as_sentence("Already a sentence.") == "Already a sentence."
     assert as_sentence("is it?") == "Is it?"
+    assert as_sentence("close, but: scale by sqrt(d_k)") == "Close, but: scale by sqrt(d_k)."
 
 
 def test_as_sentence_leaves_code_at_the_start_alone():

@@ -39,7 +39,7 @@ def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float 
 def as_sentence(message: str) -> str:
     """``message`` as a sentence: a capital first letter (unless it starts with code, such as ``k_cache`` or
     ``fn(...)``) and a full stop at the end."""
-    first = message.split(" ", 1)[0]
+    first = message.split(" ", 1)[0].rstrip(",;:")
     if first.isalpha() and first.islower():
         message = message[0].upper() + message[1:]
     if message and message[-1] not in ".!?":

@@ -310,9 +310,22 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
             "scale by sqrt(d_k) of ONE head (w_q.shape[1] // num_heads), not by the square root of all heads' "
             "query width together.",
         ),
+        (
+            finish(torch.softmax(raw / math.sqrt(d_model // heads), -1)),
+            f"scale by sqrt(d_k) with d_k = w_q.shape[1] // num_heads = {d_k}, read from the weights: here a head "
+            f"is not d_model / num_heads = {d_model // heads} wide.",
+        ),
         (finish(torch.softmax(raw, -1)), "divide the scores by sqrt(d_k) before the softmax."),
         (finish(torch.softmax(raw / math.sqrt(d_k), -2)), "take the softmax over the keys (dim=-1)."),
     ]
+    k_self, v_self = reference_split_heads(x_q @ w_k, heads), reference_split_heads(x_q @ w_v, heads)
+    self_attention = reference_merge_heads(torch.softmax(q @ k_self.transpose(-2, -1) / math.sqrt(d_k), -1) @ v_self)
+    hints.append(
+        (
+            self_attention @ w_o,
+            "the keys and values come from x_kv (the sentence looked at), only the queries from x_q.",
+        )
+    )
     for wrong, hint in hints:
         if torch.allclose(out.detach(), wrong, atol=1e-5):
             raise ExerciseMistake(f"close, but: {hint}")
