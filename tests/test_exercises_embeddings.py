@@ -106,6 +106,11 @@ def _sigmoid_of_minus(v, u_o, u_n):
     return towards - (torch.sigmoid(-neg) * u_n).sum(1)
 
 
+def _minus_dropped(v, u_o, u_n):
+    _, neg, towards, _ = _parts(v, u_o, u_n)
+    return towards + ((1 - torch.sigmoid(neg)) * u_n).sum(1)
+
+
 def _no_noise(v, u_o, u_n):
     return _parts(v, u_o, u_n)[2]
 
@@ -119,6 +124,7 @@ GRADIENT_MISTAKES = {
     "sign of the context term": (_sign_of_context, "wrong sign"),
     "noise treated like context": (_noise_like_context, "not sigmoid(s) - 1 = -sigmoid(-s)"),
     "sigmoid(-s) for noise": (_sigmoid_of_minus, "not sigmoid(s) - 1 = -sigmoid(-s)"),
+    "minus of -s dropped on the noise term": (_minus_dropped, "drops the minus"),
     "no noise words": (_no_noise, "Add the noise words"),
     "mean over noise words": (_mean_over_noise, "do not average"),
     "gradient of the batch mean": (lambda v, u_o, u_n: _autograd(v, u_o, u_n) / v.shape[0], "batch mean"),

@@ -44,7 +44,7 @@ MISTAKES = {
     "no heads axis": (lambda c, b, s, t: (b, t, s), "heads axis"),
     "the output's shape": (lambda c, b, s, t: (b, t, c.d_model), "width"),
     "with d_k": (lambda c, b, s, t: (b, c.num_heads, t, c.d_model // c.num_heads), "width"),
-    "a list": (lambda c, b, s, t: [b, c.num_heads, t, s], "tuple"),
+    "a list": (lambda c, b, s, t: [b, c.num_heads, t, s], "a tuple of ints, got list."),
     "a tensor's shape of floats": (lambda c, b, s, t: (float(b), c.num_heads, t, s), "tuple of ints"),
     "heads first": (lambda c, b, s, t: (c.num_heads, b, t, s), "not (B, h, n_q, n_k)"),
 }

@@ -81,6 +81,11 @@ def _a_float(row):
     return math.atan2(sin, cos) / omega
 
 
+def _truncated(row):
+    sin, cos, omega = _slowest(row)
+    return int(torch.atan2(torch.tensor(sin), torch.tensor(cos)).item() / omega)
+
+
 def _fourth_slowest(row):
     d = row.shape[0]
     pair = d // 2 - 4
@@ -96,6 +101,7 @@ def _fourth_slowest(row):
         (_angle_only, "divide it by the pair's frequency"),
         (_a_tensor, "Return the position as a Python int, got Tensor"),
         (_a_float, "Return the position as a Python int, got float"),
+        (_truncated, "int() cuts the fraction off"),
         (_fourth_slowest, "Right for small positions"),
         (lambda row: 0, "should give"),
     ],

@@ -86,6 +86,22 @@ BPTT_MISTAKES = {
 }
 
 
+def _multi_dot(jacobians):
+    return torch.linalg.multi_dot(list(jacobians.flip(0)))
+
+
+def test_bptt_checker_explains_a_single_step(capsys):
+    assert not ex.check_bptt_product(_multi_dot)
+    out = capsys.readouterr().out
+    assert "not yet" in out and "the product is J_1 itself" in out and "multi_dot" in out
+
+    def multi_dot_or_single(jacobians):
+        return jacobians[0] if len(jacobians) == 1 else _multi_dot(jacobians)
+
+    assert ex.check_bptt_product(multi_dot_or_single)
+    assert "correct!" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("name", list(BPTT_MISTAKES))
 def test_bptt_checker_rejects_typical_mistakes(name, capsys):
     mistake, hint = BPTT_MISTAKES[name]
@@ -134,7 +150,7 @@ CONV_MISTAKES = {
     "float": (lambda n, k, dilated: float(ex.reference_conv_layers(n, k, dilated)), "return an int"),
     "log2 of n": (
         lambda n, k, dilated: math.ceil(math.log2(n)) if dilated else ex.reference_conv_layers(n, k, False),
-        None,
+        "not 2^L",
     ),
     "one for n=1": (lambda n, k, dilated: max(1, ex.reference_conv_layers(n, k, dilated)), "0 layers"),
 }

@@ -108,6 +108,11 @@ def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) 
             "the noise words' term: d/ds [-log sigmoid(-s)] = +sigmoid(s), not sigmoid(s) - 1 = -sigmoid(-s) "
             "(their loss has the minus sign inside the sigmoid).",
         ),
+        (
+            towards + ((1 - torch.sigmoid(neg)) * u_n).sum(1),  # equal to towards + sum sigmoid(-s_n) u_n
+            "the noise words' term: d/ds [-log sigmoid(-s)] = 1 - sigmoid(-s) = sigmoid(s); 1 - sigmoid(s) drops "
+            "the minus that differentiating -s (the inner function) brings.",
+        ),
         (towards, "add the noise words' terms, sigmoid(u_n . v_c) u_n, one for each of the k noise words."),
         (
             towards + (torch.sigmoid(neg) * u_n).mean(1),

@@ -116,6 +116,11 @@ def _check_read(fn: Callable[[Tensor], int]) -> None:
             if values == answers:
                 raise ExerciseMistake(f"{hint}.")
         pos = next(p for p in answers if answers[p] != p)
+        if all(answers[p] in (p, p - 1) for p in answers):
+            raise ExerciseMistake(
+                f"PE({pos}) gave {pos - 1} (d_model={d_model}): in floating point angle / omega can come out a hair "
+                "below the whole number, and int() cuts the fraction off; round(angle / omega) gives the nearest one."
+            )
         if all(answers[p] == p for p in _SMALL_POSITIONS):
             raise ExerciseMistake(
                 f"right for small positions, but PE({pos}) gave {answers[pos]} (d_model={d_model}): a pair's angle "

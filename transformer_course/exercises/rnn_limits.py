@@ -84,7 +84,13 @@ def _check_bptt_product(fn: Callable[[Tensor], Tensor]) -> None:
         if torch.allclose(o, wrong, atol=1e-8):
             raise ExerciseMistake(hint)
     expect_close(out, expected, "dS_T/dS_0", atol=1e-8, rtol=1e-6)
-    single = fn(jacobians[:1].clone())
+    try:
+        single = fn(jacobians[:1].clone())
+    except RuntimeError as error:  # e.g. torch.linalg.multi_dot, which wants at least 2 matrices
+        raise ExerciseMistake(
+            f"Right for T = 6, but a single step (T = 1) raised RuntimeError ({error}). With one step the product is "
+            "J_1 itself: return it, or start from the identity matrix and multiply each J_t on from the left"
+        ) from None
     expect_close(single, jacobians[0], "The product for a single step (T = 1)", atol=1e-8, rtol=1e-6)
 
 
@@ -179,6 +185,12 @@ def _check_conv_layers(fn: Callable[[int, int, bool], int]) -> None:
             raise ExerciseMistake(
                 f"Off by one for {what}: positions 1 and n are n - 1 apart, and each layer "
                 "adds kernel_size - 1 to the receptive field."
+            )
+        if dilated and got == math.ceil(math.log2(n)):
+            raise ExerciseMistake(
+                f"For {what} you returned ceil(log2 n) = {got}, but {_layers(want)} {'is' if want == 1 else 'are'} "
+                "needed: with dilations 1, 2, 4, ... the receptive field of L layers is 1 + (k-1) * (2^L - 1) "
+                "positions, not 2^L, so count layers until it reaches n"
             )
         if not dilated and k != 3 and got == reference_conv_layers(n, 3, False):
             raise ExerciseMistake(f"For {what} you gave the answer for kernel 3: use kernel_size.")
