@@ -115,6 +115,11 @@ def _no_noise(v, u_o, u_n):
     return _parts(v, u_o, u_n)[2]
 
 
+def _noise_subtracted(v, u_o, u_n):
+    _, _, towards, away = _parts(v, u_o, u_n)
+    return towards - away
+
+
 def _mean_over_noise(v, u_o, u_n):
     _, neg, towards, _ = _parts(v, u_o, u_n)
     return towards + (torch.sigmoid(neg) * u_n).mean(1)
@@ -126,6 +131,7 @@ GRADIENT_MISTAKES = {
     "sigmoid(-s) for noise": (_sigmoid_of_minus, "not sigmoid(s) - 1 = -sigmoid(-s)"),
     "minus of -s dropped on the noise term": (_minus_dropped, "drops the minus"),
     "no noise words": (_no_noise, "Add the noise words"),
+    "noise terms subtracted": (_noise_subtracted, "added, not subtracted"),
     "mean over noise words": (_mean_over_noise, "do not average"),
     "gradient of the batch mean": (lambda v, u_o, u_n: _autograd(v, u_o, u_n) / v.shape[0], "batch mean"),
     "update direction": (lambda v, u_o, u_n: -_autograd(v, u_o, u_n), "flipped everywhere"),

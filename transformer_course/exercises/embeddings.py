@@ -115,6 +115,11 @@ def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) 
         ),
         (towards, "add the noise words' terms, sigmoid(u_n . v_c) u_n, one for each of the k noise words."),
         (
+            towards - away,
+            "the noise words' terms are added, not subtracted: their loss -log sigmoid(-s) grows with s = u_n . v_c, "
+            "so its gradient +sigmoid(s) u_n points towards u_n (a step against it moves v_c away from the noise).",
+        ),
+        (
             towards + (torch.sigmoid(neg) * u_n).mean(1),
             "sum the noise words' terms over the k noise words, do not average.",
         ),
