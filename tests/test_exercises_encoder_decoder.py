@@ -75,9 +75,14 @@ def test_cross_attention_checker(capsys):
         s = ((y @ wq) @ (m @ wk).transpose(-2, -1) / 2.0).masked_fill(mask[:, None], float("-inf"))
         return F.softmax(s, -1) @ (m @ wv)
 
+    def no_query_axis(y, m, wq, wk, wv, mask):  # the mask (batch, len_s) used as it is: it cannot broadcast
+        s = ((y @ wq) @ (m @ wk).transpose(-2, -1) / 2.0).masked_fill(~mask, float("-inf"))
+        return F.softmax(s, -1) @ (m @ wv)
+
     mistakes = {"queries must come from the decoder": swapped, "sqrt(d_k)": unscaled, "src_mask": unmasked,
                 "differs": wrong_axis, "queries come from y (the decoder)": swapped_masked,
-                "src_mask is True at real tokens": inverted_mask}  # fmt: skip
+                "src_mask is True at real tokens": inverted_mask,
+                "give the mask a query axis": no_query_axis}  # fmt: skip
     for hint, wrong in mistakes.items():
         assert not ex.check_cross_attention(wrong)
         assert hint in capsys.readouterr().out

@@ -238,7 +238,8 @@ def test_floor_checker_rejects_typical_mistakes(capsys):
         (lambda v, e: -e * math.log(e / (v - 2)), "the target class is in q too"),
         (lambda v, e: 0.0, "KL divergence"),
         (lambda v, e: -ex.reference_annotated_floor(v, e), "sign"),
-        (lambda v, e: ex.reference_annotated_floor(v, e) / math.log(2), "expected"),  # in bits, not nats
+        (lambda v, e: ex.reference_annotated_floor(v, e) / math.log(2), "in bits"),
+        (lambda v, e: float(torch.tensor(ex.reference_annotated_floor(v, e), dtype=torch.float32)), "float32"),
         (lambda v, e: "low", "number"),
         (_floor_from_a_tensor, "as a formula in V and eps"),
         (_floor_without_the_eps_0_case, "0 log 0"),

@@ -12,7 +12,7 @@ Run it only when something that changes the trained model changes: the recipe, t
 data generator. Then re-execute notebook 10 (``python tools/execute_notebooks.py 10``), regenerate the figures
 (``python tools/make_figures.py``), run ``tests/test_shipped_checkpoint.py`` and commit the new file. Notebook 10,
 the figures and the tests read this file instead of training, so every machine decodes with the same weights.
-The training takes about a minute on a laptop CPU.
+The training takes a few minutes on a laptop CPU.
 
 ``--rename-weights`` does not train: it rewrites each shipped file with the weights renamed since it was built
 (``RENAMED_WEIGHTS`` in ``transformer_course/checkpoints.py``: ``generator.*`` -> ``output_projection.*``), the

@@ -82,6 +82,16 @@ def check_shift_right(shift_right: Callable[..., Tensor]) -> bool:
     return report("Exercise 8.1 (shift the target right)", check)
 
 
+def _works_with_a_query_axis(cross_attention: Callable[..., Tensor], y, memory, w_q, w_k, w_v, src_mask) -> bool:
+    """Whether the reader's code is right once the mask already has the query axis it forgot to add."""
+    try:
+        out = cross_attention(y, memory, w_q, w_k, w_v, src_mask[:, None, :])
+    except Exception:
+        return False
+    expected = cross_attention_reference(y, memory, w_q, w_k, w_v, src_mask)
+    return isinstance(out, Tensor) and out.shape == expected.shape and torch.allclose(out, expected, atol=1e-5)
+
+
 def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
     """Check ``cross_attention(y, memory, w_q, w_k, w_v, src_mask)`` (one head, Q from y, K and V from memory)."""
 
@@ -94,7 +104,13 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
             out = cross_attention(y, memory, w_q, w_k, w_v, src_mask)
         except NotImplementedError:  # a RuntimeError too: leave it to report()
             raise
-        except RuntimeError as error:  # queries from memory: the scores are (len_s, len_t), the mask no longer fits
+        except RuntimeError as error:  # a mask without its query axis, or queries from memory
+            if _works_with_a_query_axis(cross_attention, y, memory, w_q, w_k, w_v, src_mask):
+                raise ExerciseMistake(
+                    f"your code raised RuntimeError ({str(error).splitlines()[0]}); src_mask is (batch, len_s) and "
+                    "the scores are (batch, len_t, len_s): give the mask a query axis, src_mask[:, None, :], so it "
+                    "broadcasts over the len_t rows"
+                ) from None
             raise ExerciseMistake(
                 f"your code raised RuntimeError ({str(error).splitlines()[0]}); check which input feeds which "
                 "projection: the queries come from y (the decoder), the keys and values from memory (the encoder "

@@ -267,7 +267,14 @@ def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
                 raise ExerciseMistake(f"{case}: {hint}")
         if abs(value + expected) <= 1e-9 * max(1.0, expected):
             raise ExerciseMistake(f"{case}: check the sign: the entropy -sum q log q is positive.")
-        raise ExerciseMistake(f"{case}: expected {expected:.6g} nats, got {value:.6g}")
+        if abs(value - expected) <= 1e-5 * max(1.0, expected):
+            raise ExerciseMistake(
+                f"{case}: right to about 6 digits ({value:.10g} against {expected:.10g}), the precision of float32: "
+                "compute with Python floats and math.log, as a formula, so that V = 1e12 works too"
+            )
+        if abs(value - expected / math.log(2)) <= 1e-9 * max(1.0, expected):
+            raise ExerciseMistake(f"{case}: that is in bits; the floor is asked in nats (math.log, not math.log2).")
+        raise ExerciseMistake(f"{case}: expected {expected:.10g} nats, got {value:.10g}")
 
 
 def check_annotated_floor(fn: Callable[[int, float], float]) -> bool:
