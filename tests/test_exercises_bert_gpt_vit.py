@@ -152,8 +152,8 @@ def _no_clamp(ids, sep_id, pad_id):
     "wrong,hint",
     [
         (_inclusive, "strictly BEFORE"),
-        (_padding_not_zeroed, "padding must get segment 0"),
-        (_no_clamp, "padding must get segment 0"),
+        (_padding_not_zeroed, "gives the padding after B segment 1: set the positions where ids == pad_id to 0"),
+        (_no_clamp, "no position may get a segment above 1: yours gives the padding after B segment 2"),
         (lambda ids, s, p: segment_ids(ids, s, p).float(), "should hold integers"),
         (lambda ids, s, p: segment_ids(ids, s, p)[:, :-1], "has shape"),
         (lambda ids, s, p: torch.zeros_like(ids), "differ from the expected ones"),

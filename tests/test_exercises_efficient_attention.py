@@ -117,6 +117,18 @@ def _no_rescale(a, b):
     return torch.maximum(a[0], b[0]), a[1] + b[1], a[2] + b[2]
 
 
+def _only_a_rescaled(a, b):
+    m = torch.maximum(a[0], b[0])
+    scale = torch.exp(a[0] - m)
+    return m, a[1] * scale + b[1], a[2] * scale.unsqueeze(-1) + b[2]
+
+
+def _only_b_rescaled(a, b):
+    m = torch.maximum(a[0], b[0])
+    scale = torch.exp(b[0] - m)
+    return m, a[1] + b[1] * scale, a[2] + b[2] * scale.unsqueeze(-1)
+
+
 def _minimum(a, b):
     return ex.reference_merge_with(a, b, torch.minimum(a[0], b[0]))
 
@@ -136,6 +148,8 @@ def _wrong_sign(a, b):
     "wrong, hint",
     [
         (_no_rescale, "without rescaling"),
+        (_only_a_rescaled, "block b's l and acc also need the factor exp(m_b - m)"),
+        (_only_b_rescaled, "block a's l and acc also need the factor exp(m_a - m)"),
         (_minimum, "torch.maximum"),
         (_normalised, "do not divide by l yet"),
         (_wrong_sign, "l (the sum of exp(score - m))"),

@@ -77,6 +77,13 @@ def _other(x):
     return apply_rope(x) * 1.01
 
 
+def _concatenated(x):  # the right pairs, rotated right, written back as two halves
+    a, b = x[..., 0::2], x[..., 1::2]
+    angle = torch.arange(x.shape[-2], dtype=torch.float64)[:, None] * _frequencies(x.shape[-1])
+    cos, sin = torch.cos(angle).float(), torch.sin(angle).float()
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -86,6 +93,7 @@ def _other(x):
         (_wrong_exponent, "2i/head_dim"),
         (_same_angle, "own frequency"),
         (_identity, "nothing was rotated"),
+        (_concatenated, "torch.cat"),
         (_transposed, "shape"),
         (_other, "differs from the expected values"),
         (lambda x: x.numpy(), "torch.Tensor"),
@@ -102,14 +110,30 @@ def test_rope_checker_reports_a_crash(capsys):
     assert "your code raised RuntimeError" in capsys.readouterr().out
 
 
-def test_reference_gqa_equals_the_package():
-    q, k, v = torch.randn(1, 8, 5, 4), torch.randn(1, 2, 6, 4), torch.randn(1, 2, 6, 4)
-    torch.testing.assert_close(ex.reference_gqa(q, k, v), grouped_query_attention(q, k, v)[0])
+def _package_gqa(q, k, v):
+    return grouped_query_attention(q, k, v, ex.offset_causal_mask(q.shape[-2], k.shape[-2]))[0]
 
 
-def test_gqa_checker_accepts_the_reference_and_the_package(capsys):
+def _torch_gqa(q, k, v):
+    mask = ex.offset_causal_mask(q.shape[-2], k.shape[-2])
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+def test_reference_gqa_equals_the_package_and_pytorch():
+    q, k, v = torch.randn(1, 8, 5, 4), torch.randn(1, 2, 9, 4), torch.randn(1, 2, 9, 4)
+    torch.testing.assert_close(ex.reference_gqa(q, k, v), _package_gqa(q, k, v))
+    torch.testing.assert_close(ex.reference_gqa(q, k, v), _torch_gqa(q, k, v))
+
+
+def test_reference_gqa_is_the_tail_of_full_causal_attention():
+    q, k, v = torch.randn(2, 6, 7, 4), torch.randn(2, 3, 7, 4), torch.randn(2, 3, 7, 4)
+    torch.testing.assert_close(ex.reference_gqa(q[:, :, 4:], k, v), ex.reference_gqa(q, k, v)[:, :, 4:])
+
+
+def test_gqa_checker_accepts_the_reference_the_package_and_pytorch(capsys):
     assert ex.check_gqa(ex.reference_gqa)
-    assert ex.check_gqa(lambda q, k, v: grouped_query_attention(q, k, v)[0])
+    assert ex.check_gqa(_package_gqa)
+    assert ex.check_gqa(_torch_gqa)
     assert "correct" in capsys.readouterr().out
 
 
@@ -118,33 +142,59 @@ def test_gqa_checker_says_not_attempted(capsys):
     assert "not attempted yet" in capsys.readouterr().out
 
 
+def _causal_softmax(q, k, v, diagonal=None, scale=True, dim=-1):
+    len_q, len_k = q.shape[-2], k.shape[-2]
+    allowed = torch.ones(len_q, len_k, dtype=torch.bool).tril(len_k - len_q if diagonal is None else diagonal)
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+    return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=dim) @ v
+
+
+def _interleaved(k, v, group):
+    return k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+
+
 def _cycled(q, k, v):
     group = q.shape[1] // k.shape[1]
-    k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
+    return _causal_softmax(q, k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1))
+
+
+def _top_left(q, k, v):  # the likeliest slip: tril() without the offset
+    return _causal_softmax(q, *_interleaved(k, v, q.shape[1] // k.shape[1]), diagonal=0)
+
+
+def _torch_is_causal(q, k, v):  # the same slip through PyTorch: is_causal=True aligns the mask top-left
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
+def _no_mask(q, k, v):
+    k, v = _interleaved(k, v, q.shape[1] // k.shape[1])
     return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
+def _without_the_diagonal(q, k, v):
+    return _causal_softmax(q, *_interleaved(k, v, q.shape[1] // k.shape[1]), diagonal=k.shape[-2] - q.shape[-2] - 1)
 
 
 def _unscaled(q, k, v):
-    group = q.shape[1] // k.shape[1]
-    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
-    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+    return _causal_softmax(q, *_interleaved(k, v, q.shape[1] // k.shape[1]), scale=False)
 
 
 def _softmax_over_queries(q, k, v):
-    group = q.shape[1] // k.shape[1]
-    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
-    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2) @ v
+    return _causal_softmax(q, *_interleaved(k, v, q.shape[1] // k.shape[1]), dim=-2)
 
 
 def _only_first_kv_head(q, k, v):
-    k, v = k[:, :1].expand(-1, q.shape[1], -1, -1), v[:, :1].expand(-1, q.shape[1], -1, -1)
-    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+    return _causal_softmax(q, k[:, :1].expand(-1, q.shape[1], -1, -1), v[:, :1].expand(-1, q.shape[1], -1, -1))
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
         (_cycled, "repeat_interleave"),
+        (_top_left, "tril(len_k - len_q)"),
+        (_torch_is_causal, "is_causal=True"),
+        (_no_mask, "must be causal"),
+        (_without_the_diagonal, "its own position"),
         (_unscaled, "sqrt(d)"),
         (_softmax_over_queries, "over the keys"),
         (_only_first_kv_head, "differs from the expected values"),

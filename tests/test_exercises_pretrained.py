@@ -99,60 +99,89 @@ def test_classifier_case_separates_the_mistakes():
 
 
 # -------------------------------------------------------------------------------------------- exercise 14.2
-def test_search_checker_accepts_the_reference(capsys):
-    assert ex.check_nearest_neighbours(ex.reference_nearest_neighbours)
-    assert "Exercise 14.2 (nearest neighbours by cosine): correct!" in capsys.readouterr().out
+LABEL_14_2 = "Exercise 14.2 (search documents by their best chunk)"
+
+
+def _doc_scores(q, c, d, pool="max", normalise=True):
+    """(q, D) document scores by a loop over documents: the slow way a reader might write it."""
+    if normalise:
+        q, c = F.normalize(q, dim=-1), F.normalize(c, dim=-1)
+    sim = q @ c.T
+    columns = [getattr(sim[:, d == doc], pool)(dim=-1) for doc in range(int(d.max()) + 1)]
+    return torch.stack([col.values if pool == "max" else col for col in columns], dim=-1)
+
+
+def test_search_checker_accepts_the_reference_and_other_right_answers(capsys):
+    assert ex.check_document_search(ex.reference_document_search)
+
+    def loop_over_documents(q, c, d, k):
+        return _doc_scores(q, c, d).topk(k, dim=-1)
+
+    def int32_documents(q, c, d, k):
+        s, i = ex.reference_document_search(q, c, d, k)
+        return s, i.int()
+
+    assert ex.check_document_search(loop_over_documents)
+    assert ex.check_document_search(int32_documents)
+    assert f"{LABEL_14_2}: correct!" in capsys.readouterr().out
 
 
 def test_search_checker_says_not_attempted(capsys):
-    assert not ex.check_nearest_neighbours(_stub)
+    assert not ex.check_document_search(_stub)
     assert "not attempted yet" in capsys.readouterr().out
 
 
 def _search_rejects(fn, hint: str, capsys) -> None:
-    assert not ex.check_nearest_neighbours(fn)
+    assert not ex.check_document_search(fn)
     out = capsys.readouterr().out
-    assert out.startswith("Exercise 14.2 (nearest neighbours by cosine): not yet.") and hint in out, out
+    assert out.startswith(f"{LABEL_14_2}: not yet.") and hint in out, out
 
 
-def test_search_checker_rejects_typical_mistakes(capsys):
-    def dot(q, c, k):
-        return (q @ c.T).topk(k, dim=-1)
+def test_search_checker_names_the_likeliest_mistakes(capsys):
+    def chunk_top_k(q, c, d, k):  # the likeliest slip: the top k chunks, then their documents
+        s, i = (F.normalize(q, dim=-1) @ F.normalize(c, dim=-1).T).topk(k, dim=-1)
+        return s, d[i]
 
-    def least(q, c, k):
-        return (F.normalize(q, dim=-1) @ F.normalize(c, dim=-1).T).topk(k, dim=-1, largest=False)
+    def mean_of_chunks(q, c, d, k):  # the second: a document scored by the mean of its chunks' cosines
+        return _doc_scores(q, c, d, pool="mean").topk(k, dim=-1)
 
-    def euclid(q, c, k):
-        d, i = torch.cdist(q, c).topk(k, dim=-1, largest=False)
-        return -d, i
+    def swapped(q, c, d, k):
+        s, i = ex.reference_document_search(q, c, d, k)
+        return i, s
 
-    def distances_as_scores(q, c, k):
-        _, i = ex.reference_nearest_neighbours(q, c, k)
-        return torch.zeros(i.shape), i
+    def pooled_vector(q, c, d, k):
+        member = F.one_hot(d, int(d.max()) + 1).float()
+        docs = F.normalize(member.T @ F.normalize(c, dim=-1), dim=-1)
+        return (F.normalize(q, dim=-1) @ docs.T).topk(k, dim=-1)
 
-    def only_indices(q, c, k):
-        return ex.reference_nearest_neighbours(q, c, k)[1]
+    def dot(q, c, d, k):
+        return _doc_scores(q, c, d, normalise=False).topk(k, dim=-1)
 
-    def transposed(q, c, k):
-        s, i = ex.reference_nearest_neighbours(q, c, k)
-        return s.T, i.T
+    def least(q, c, d, k):
+        return _doc_scores(q, c, d).topk(k, dim=-1, largest=False)
 
-    def collection_only(q, c, k):  # the second likeliest slip: the right rows, scores scaled by the query's length
-        return (q @ F.normalize(c, dim=-1).T).topk(k, dim=-1)
+    def wrong_scores(q, c, d, k):
+        s, i = ex.reference_document_search(q, c, d, k)
+        return s * 0.5, i
 
+    _search_rejects(chunk_top_k, "can appear twice", capsys)
+    _search_rejects(mean_of_chunks, "best chunk's cosine (the maximum)", capsys)
+    _search_rejects(swapped, "wrong way round", capsys)
+    _search_rejects(pooled_vector, "one averaged vector", capsys)
     _search_rejects(dot, "largest dot products", capsys)
-    _search_rejects(collection_only, "normalise the queries too", capsys)
     _search_rejects(least, "least similar", capsys)
-    _search_rejects(euclid, "Euclidean", capsys)
-    _search_rejects(distances_as_scores, "score tensor", capsys)
-    _search_rejects(only_indices, "pair", capsys)
-    _search_rejects(transposed, "shape", capsys)
+    _search_rejects(wrong_scores, "score tensor", capsys)
+    _search_rejects(lambda q, c, d, k: ex.reference_document_search(q, c, d, k)[1], "pair", capsys)
+    _search_rejects(lambda q, c, d, k: tuple(t.T for t in ex.reference_document_search(q, c, d, k)), "shape", capsys)
 
 
 def test_search_case_separates_the_mistakes():
-    queries, collection = ex._search_case()
-    k = 4
-    ref = ex.reference_nearest_neighbours(queries, collection, k)[1]
-    dot = (queries @ collection.T).topk(k).indices
-    euclid = torch.cdist(queries, collection).topk(k, largest=False).indices
-    assert not torch.equal(ref, dot) and not torch.equal(ref, euclid) and not torch.equal(dot, euclid)
+    queries, chunks, doc_ids = ex._search_case()
+    k = 3
+    right = ex.reference_document_search(queries, chunks, doc_ids, k)[1]
+    answers = [right, *ex._search_mistakes(queries, chunks, doc_ids, k).values()]
+    for i, a in enumerate(answers):
+        for b in answers[i + 1 :]:
+            assert not torch.equal(a, b)
+    best = _doc_scores(queries, chunks, doc_ids).sort(dim=-1, descending=True).values
+    assert (best[:, :4].diff(dim=-1).abs() > 0.005).all()  # no near-tie that float rounding could flip

@@ -168,12 +168,12 @@ def _segment_mistakes(ids: Tensor) -> dict[str, Tensor]:
     return {
         "the first [SEP] closes segment A, so it belongs to segment 0; count the [SEP]s strictly BEFORE each "
         "position (subtract the position's own)": inclusive.clamp(max=1).masked_fill(ids == PAD_ID, 0),
-        "padding must get segment 0 (as pair_inputs gives); yours gives the padding after B a non-zero segment": (
+        "padding must get segment 0, and no position may get a segment above 1: yours gives the padding after B "
+        "segment 2 (it counts two [SEP]s before it). Cap the count at 1 and set the padding to 0": (
             is_sep.cumsum(dim=1) - is_sep
         ),
-        "padding must get segment 0, and no position may get a segment above 1": (is_sep.cumsum(dim=1) - is_sep).clamp(
-            max=1
-        ),
+        "padding must get segment 0 (as pair_inputs gives); yours gives the padding after B segment 1: set the "
+        "positions where ids == pad_id to 0": (is_sep.cumsum(dim=1) - is_sep).clamp(max=1),
     }
 
 

@@ -105,10 +105,23 @@ def reference_merge(a: State, b: State) -> State:
 
 def _merge_mistakes(a: State, b: State) -> list[tuple[str, State]]:
     m = torch.maximum(a[0], b[0])
+    scale_a, scale_b = torch.exp(a[0] - m), torch.exp(b[0] - m)
+    only_a = (m, a[1] * scale_a + b[1], a[2] * scale_a.unsqueeze(-1) + b[2])
+    only_b = (m, a[1] + b[1] * scale_b, a[2] + b[2] * scale_b.unsqueeze(-1))
     return [
         (
             "you added l and acc without rescaling: multiply each block's l and acc by exp(m_block - m_new) first",
             (m, a[1] + b[1], a[2] + b[2]),
+        ),
+        (
+            "you rescaled only block a: block b's l and acc also need the factor exp(m_b - m), since where block a "
+            "holds the larger maximum, b's sums were taken relative to a smaller m_b",
+            only_a,
+        ),
+        (
+            "you rescaled only block b: block a's l and acc also need the factor exp(m_a - m), since where block b "
+            "holds the larger maximum, a's sums were taken relative to a smaller m_a",
+            only_b,
         ),
         (
             "the new m must be the larger of the two maxima (torch.maximum), so that no exp() can overflow",

@@ -1,8 +1,9 @@
 """Exercises of notebook 12 (modern LLM components): their checkers and reference solutions.
 
 1. ``check_rope(fn)``: ``fn(x)`` rotates x: (..., len, head_dim) with RoPE, positions 0 .. len - 1, pairs (2i, 2i+1).
-2. ``check_gqa(fn)``: ``fn(q, k, v)`` computes grouped-query attention (no mask) for q: (batch, heads, len, d) and
-   k, v: (batch, kv_heads, len, d).
+2. ``check_gqa(fn)``: ``fn(q, k, v)`` computes causal grouped-query attention for q: (batch, heads, len_q, d) and
+   k, v: (batch, kv_heads, len_k, d), the queries being the last len_q of the len_k positions (as when decoding
+   with a KV cache).
 3. ``check_kv_cache_bytes(fn)``: ``fn(shape, seq_len, batch_size, bytes_per_value)`` gives the KV-cache size in
    bytes of a model described by a ``gqa.DecoderShape``.
 
@@ -62,7 +63,16 @@ def _rope_mistakes(x: Tensor) -> dict[str, Tensor]:
         "each pair i needs its own frequency omega_i = 10000^(-2i/head_dim); yours turns all pairs by the position "
         "alone": _rope_variant(x, same=True),
         "nothing was rotated: the output equals the input": x,
+        "you rotated the right pairs but wrote them back with torch.cat, all first elements and then all second "
+        "ones; put each rotated pair back in its own place, (2i, 2i+1), e.g. torch.stack([a2, b2], "
+        "dim=-1).flatten(-2)": _rope_concatenated(x),
     }
+
+
+def _rope_concatenated(x: Tensor) -> Tensor:
+    """The right rotation of the neighbour pairs, but the results concatenated instead of interleaved."""
+    rotated = reference_rope(x)
+    return torch.cat([rotated[..., 0::2], rotated[..., 1::2]], dim=-1)
 
 
 def _check_rope(fn: Callable[[Tensor], Tensor]) -> None:
@@ -87,27 +97,55 @@ def check_rope(fn: Callable[[Tensor], Tensor]) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- exercise 2
+def offset_causal_mask(len_q: int, len_k: int, diagonal: int | None = None) -> Tensor:
+    """(len_q, len_k) bool, True = may attend: query i stands at position len_k - len_q + i and sees keys up to it.
+    ``diagonal`` overrides the offset (for the checker's hints)."""
+    offset = len_k - len_q if diagonal is None else diagonal
+    return torch.ones(len_q, len_k, dtype=torch.bool).tril(offset)
+
+
+def _attend(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None, scale: bool = True, dim: int = -1) -> Tensor:
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(scores, dim=dim).nan_to_num(0.0) @ v
+
+
 def reference_gqa(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
     """Reference solution of exercise 2: q (batch, heads, len_q, d), k, v (batch, kv_heads, len_k, d) -> (batch,
-    heads, len_q, d). Query head h uses key/value head h // (heads / kv_heads)."""
+    heads, len_q, d), causal, with the queries at the last len_q positions: query i sees keys 0 .. len_k - len_q + i.
+    Query head h uses key/value head h // (heads / kv_heads)."""
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
-    return weights @ v
+    len_q, len_k = q.shape[-2], k.shape[-2]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~offset_causal_mask(len_q, len_k), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
 
 
 def _gqa_mistakes(q: Tensor, k: Tensor, v: Tensor) -> dict[str, Tensor]:
     group = q.shape[1] // k.shape[1]
-    cycled_k, cycled_v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
-    cycled = torch.softmax(q @ cycled_k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ cycled_v
+    len_q, len_k = q.shape[-2], k.shape[-2]
+    causal = offset_causal_mask(len_q, len_k)
     k_full, v_full = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-    unscaled = torch.softmax(q @ k_full.transpose(-2, -1), dim=-1) @ v_full
-    wrong_axis = torch.softmax(q @ k_full.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2) @ v_full
+    k_cycled, v_cycled = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
     return {
         "query head h must use key/value head h // group (consecutive heads share one); yours uses h % kv_heads, "
-        "which is what k.repeat(...) gives. Use repeat_interleave": cycled,
-        "the scores are not divided by sqrt(d)": unscaled,
-        "the softmax runs over the queries; it must run over the keys (the last dimension)": wrong_axis,
+        "which is what k.repeat(...) gives. Use repeat_interleave": _attend(q, k_cycled, v_cycled, causal),
+        "your mask lets query i see keys 0 .. i, as if the queries stood at the start of the sequence (this is "
+        "also what F.scaled_dot_product_attention(is_causal=True) does when len_q < len_k). The queries are the "
+        "last len_q positions: query i stands at len_k - len_q + i and sees keys 0 .. len_k - len_q + i, e.g. "
+        "torch.ones(len_q, len_k).tril(len_k - len_q)": _attend(q, k_full, v_full, offset_causal_mask(len_q, len_k, 0)),
+        "every query sees every key: the attention must be causal, query i seeing keys 0 .. len_k - len_q + i": (
+            _attend(q, k_full, v_full, None)
+        ),
+        "each query must also see its own position: query i sees keys 0 .. len_k - len_q + i, that one included": (
+            _attend(q, k_full, v_full, offset_causal_mask(len_q, len_k, len_k - len_q - 1))
+        ),
+        "the scores are not divided by sqrt(d)": _attend(q, k_full, v_full, causal, scale=False),
+        "the softmax runs over the queries; it must run over the keys (the last dimension)": _attend(
+            q, k_full, v_full, causal, dim=-2
+        ),
     }
 
 
@@ -120,20 +158,21 @@ def _check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
         q = torch.randn(batch, heads, len_q, d, generator=generator)
         k = torch.randn(batch, kv_heads, len_k, d, generator=generator)
         v = torch.randn(batch, kv_heads, len_k, d, generator=generator)
-        what = f"your output for {heads} query heads and {kv_heads} key/value heads"
+        what = f"your output for {heads} query heads, {kv_heads} key/value heads, len_q {len_q}, len_k {len_k}"
         out = fn(q.clone(), k.clone(), v.clone())
         expected = reference_gqa(q, k, v)
         expect_tensor(out, what, expected.shape, "(batch, heads, len_q, d)")
         if torch.allclose(out.detach(), expected, atol=1e-5):
             continue
         for hint, wrong in _gqa_mistakes(q, k, v).items():
-            if torch.allclose(out.detach(), wrong, atol=1e-5):
+            if torch.allclose(out.detach(), wrong, atol=1e-5, equal_nan=True):
                 raise ExerciseMistake(f"{what}: {hint}.")
         expect_close(out, expected, what)
 
 
 def check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> bool:
-    """Exercise 12.2: ``fn(q, k, v)`` must compute grouped-query attention (query head h uses kv head h // group)."""
+    """Exercise 12.2: ``fn(q, k, v)`` must compute causal grouped-query attention for the last len_q positions
+    (query head h uses kv head h // group)."""
     return report("Exercise 12.2 (grouped-query attention)", lambda: _check_gqa(fn))
 
 

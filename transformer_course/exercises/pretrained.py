@@ -2,8 +2,8 @@
 
 14.1 ``check_centroid_classifier(fn)``: ``fn(train_vectors, train_labels, test_vectors)`` classifies unit sentence
      vectors by the nearest class centroid (the mean of a class's vectors, scaled to length 1), by cosine.
-14.2 ``check_nearest_neighbours(fn)``: ``fn(queries, collection, k)`` returns the scores and indices of the k rows of
-     ``collection`` most cosine-similar to each query, best first.
+14.2 ``check_document_search(fn)``: ``fn(queries, chunks, doc_ids, k)`` returns the scores and numbers of the k
+     documents most cosine-similar to each query, a document scoring as its best chunk, best first.
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -34,15 +34,22 @@ def reference_centroid_classifier(train_vectors: Tensor, train_labels: Tensor, t
     return (test_vectors @ centroids.T).argmax(dim=-1)  # (t,)
 
 
-def reference_nearest_neighbours(queries: Tensor, collection: Tensor, k: int) -> tuple[Tensor, Tensor]:
+def reference_document_search(queries: Tensor, chunks: Tensor, doc_ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """Reference solution of exercise 14.2.
 
-    queries: (q, d), collection: (n, d), any lengths. Returns (scores, indices), both (q, k): the cosine
-    similarities of the k most similar collection rows to each query and their row numbers, best first.
+    queries: (q, d), chunks: (n, d), rows of any length; doc_ids: (n,) ints in 0 .. D-1, the document each chunk
+    belongs to (every document has at least one chunk). A document's score for a query is the cosine similarity of
+    its best chunk. Returns (scores, documents), both (q, k): the k best documents for each query, best first.
     """
-    similarity = F.normalize(queries, dim=-1) @ F.normalize(collection, dim=-1).T  # (q, n)
-    scores, indices = similarity.topk(k, dim=-1)
-    return scores, indices
+    similarity = F.normalize(queries, dim=-1) @ F.normalize(chunks, dim=-1).T  # (q, n)
+    scores, documents = _best_per_document(similarity, doc_ids).topk(k, dim=-1)
+    return scores, documents
+
+
+def _best_per_document(similarity: Tensor, doc_ids: Tensor) -> Tensor:
+    """(q, n) chunk scores, (n,) document ids -> (q, D): each document's largest chunk score."""
+    best = similarity.new_full((similarity.shape[0], int(doc_ids.max()) + 1), float("-inf"))
+    return best.scatter_reduce(1, doc_ids.long().expand_as(similarity), similarity, reduce="amax")
 
 
 # --------------------------------------------------------------------------------------------- exercise 14.1
@@ -119,53 +126,83 @@ def check_centroid_classifier(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) ->
 
 
 # --------------------------------------------------------------------------------------------- exercise 14.2
-def _search_case() -> tuple[Tensor, Tensor]:
-    g = torch.Generator().manual_seed(3)
-    collection = torch.randn(12, 5, generator=g)
-    collection = collection * torch.linspace(0.2, 5.0, 12)[:, None]  # very different lengths
-    queries = torch.randn(3, 5, generator=g) * torch.tensor([[1.0], [4.0], [0.3]])
-    return queries, collection
+def _search_case() -> tuple[Tensor, Tensor, Tensor]:
+    """4 queries, 16 chunks of very different lengths in 6 documents of 1 to 5 chunks, in shuffled order.
+
+    Seed and sizes are chosen so that every mistake in :func:`_search_mistakes` gives other documents than the right
+    answer and than each other for k = 3 (the tests check this), with no near-tie among the documents' best
+    cosines."""
+    g = torch.Generator().manual_seed(4)
+    doc_ids = torch.tensor([0, 0, 0, 0, 0, 1, 2, 2, 3, 3, 3, 4, 4, 5, 5, 5])[torch.randperm(16, generator=g)]
+    chunks = torch.randn(16, 5, generator=g) * torch.linspace(0.2, 5.0, 16)[:, None]
+    queries = torch.randn(4, 5, generator=g) * torch.tensor([[1.0], [4.0], [0.3], [2.0]])
+    return queries, chunks, doc_ids
 
 
-def _check_search(fn: Callable[[Tensor, Tensor, int], tuple[Tensor, Tensor]]) -> None:
-    queries, collection = _search_case()
-    for k in (1, 4):
-        out = fn(queries.clone(), collection.clone(), k)
+def _search_mistakes(queries: Tensor, chunks: Tensor, doc_ids: Tensor, k: int) -> dict[str, Tensor]:
+    """The likeliest wrong document lists, each with the hint it deserves, in the order they are tried."""
+    num_docs = int(doc_ids.max()) + 1
+    member = F.one_hot(doc_ids.long(), num_docs).to(chunks.dtype)  # (n, D)
+    cosine = F.normalize(queries, dim=-1) @ F.normalize(chunks, dim=-1).T  # (q, n)
+    mean_cosine = (cosine @ member) / member.sum(0)
+    mean_vector = F.normalize(member.T @ F.normalize(chunks, dim=-1), dim=-1)  # (D, d): one pooled vector per doc
+    best_dot = _best_per_document(queries @ chunks.T, doc_ids)
+    return {
+        "these are the documents of the k best chunks, so a document can appear twice and another is missed: take "
+        "each document's best chunk first (its score is the largest cosine among its chunks), then the top k "
+        "documents": doc_ids[cosine.topk(k, dim=-1).indices],
+        "that ranks the documents by the mean cosine of their chunks, so one long document with many weak chunks "
+        "hides its one good chunk: a document's score is its best chunk's cosine (the maximum)": mean_cosine.topk(
+            k, dim=-1
+        ).indices,
+        "that ranks the documents by one averaged vector each; score every chunk by itself and keep each "
+        "document's best chunk": (F.normalize(queries, dim=-1) @ mean_vector.T).topk(k, dim=-1).indices,
+        "these rank by the largest dot products: long vectors win. Normalise queries and chunks to length 1 first, "
+        "so the dot product is the cosine": best_dot.topk(k, dim=-1).indices,
+        "these are the least similar documents: sort from the largest score down": _best_per_document(cosine, doc_ids)
+        .topk(k, dim=-1, largest=False)
+        .indices,
+    }
+
+
+def _check_search(fn: Callable[[Tensor, Tensor, Tensor, int], tuple[Tensor, Tensor]]) -> None:
+    queries, chunks, doc_ids = _search_case()
+    for k in (3, 1):  # k = 3 first: there every likely mistake gives other documents
+        out = fn(queries.clone(), chunks.clone(), doc_ids.clone(), k)
         expect(
             isinstance(out, tuple) and len(out) == 2,
-            f"return a pair (scores, indices), got {type(out).__name__}",
+            f"return a pair (scores, documents), got {type(out).__name__}",
         )
-        scores, indices = out
-        expect(isinstance(indices, Tensor), f"indices should be a torch.Tensor, got {type(indices).__name__}")
+        scores, documents = out
         shape = (queries.shape[0], k)
-        expect(tuple(indices.shape) == shape, f"for k={k} indices have shape {tuple(indices.shape)}, expected {shape}")
-        expected_scores, expected_indices = reference_nearest_neighbours(queries, collection, k)
-        if not torch.equal(indices.long(), expected_indices):
-            dot = (queries @ collection.T).topk(k, dim=-1).indices
-            far = (F.normalize(queries, dim=-1) @ F.normalize(collection, dim=-1).T).topk(k, largest=False).indices
-            euclid = torch.cdist(queries, collection).topk(k, largest=False).indices
-            if torch.equal(indices.long(), dot):
-                raise ExerciseMistake(
-                    "these are the largest dot products: long vectors win. Normalise queries and collection rows "
-                    "to length 1 first, so the dot product is the cosine."
-                )
-            if torch.equal(indices.long(), far):
-                raise ExerciseMistake("these are the least similar rows: sort by similarity from the largest down.")
-            if torch.equal(indices.long(), euclid):
-                raise ExerciseMistake(
-                    "these are the nearest rows by Euclidean distance on unnormalised vectors; use the cosine."
-                )
-            raise ExerciseMistake(f"for k={k} the indices differ: expected {expected_indices.tolist()}")
-        if isinstance(scores, Tensor) and scores.shape == expected_scores.shape:
-            unit_collection = (queries @ F.normalize(collection, dim=-1).T).gather(-1, expected_indices)
-            if torch.allclose(scores.detach().double(), unit_collection.double(), atol=1e-5, rtol=1e-4):
-                raise ExerciseMistake(
-                    "the rows are right, but the scores still carry each query's length: normalise the queries too, "
-                    "so each score is a cosine between -1 and 1"
-                )
-        expect_close(scores, expected_scores, f"the score tensor for k={k} (cosine similarities, best first)")
+        expect(
+            isinstance(scores, Tensor) and isinstance(documents, Tensor),
+            f"scores and documents should both be torch.Tensors, got {type(scores).__name__} and "
+            f"{type(documents).__name__}",
+        )
+        expected_scores, expected_documents = reference_document_search(queries, chunks, doc_ids, k)
+        if (
+            tuple(scores.shape) == shape
+            and not scores.is_floating_point()
+            and documents.is_floating_point()
+            and torch.equal(scores.long(), expected_documents)
+        ):
+            raise ExerciseMistake(
+                "the pair is the wrong way round: return (scores, documents), the cosines first and the document "
+                "numbers second, as topk returns (values, indices)"
+            )
+        expect(
+            tuple(documents.shape) == shape,
+            f"for k={k} documents have shape {tuple(documents.shape)}, expected {shape} = (queries, k)",
+        )
+        if not torch.equal(documents.long(), expected_documents):
+            for hint, wrong in _search_mistakes(queries, chunks, doc_ids, k).items():
+                if torch.equal(documents.long(), wrong):
+                    raise ExerciseMistake(hint)
+            raise ExerciseMistake(f"for k={k} the documents differ: expected {expected_documents.tolist()}")
+        expect_close(scores, expected_scores, f"the score tensor for k={k} (each document's best cosine, best first)")
 
 
-def check_nearest_neighbours(fn: Callable[[Tensor, Tensor, int], tuple[Tensor, Tensor]]) -> bool:
-    """Exercise 14.2: ``fn(queries (q, d), collection (n, d), k)`` -> (scores, indices), both (q, k), best first."""
-    return report("Exercise 14.2 (nearest neighbours by cosine)", lambda: _check_search(fn))
+def check_document_search(fn: Callable[[Tensor, Tensor, Tensor, int], tuple[Tensor, Tensor]]) -> bool:
+    """Exercise 14.2: ``fn(queries (q, d), chunks (n, d), doc_ids (n,), k)`` -> (scores, documents), both (q, k)."""
+    return report("Exercise 14.2 (search documents by their best chunk)", lambda: _check_search(fn))
