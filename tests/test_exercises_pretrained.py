@@ -164,6 +164,12 @@ def test_search_checker_names_the_likeliest_mistakes(capsys):
         s, i = ex.reference_document_search(q, c, d, k)
         return s * 0.5, i
 
+    def zeros_start(q, c, d, k):  # scatter_reduce into zeros keeps the 0 (include_self=True): negatives vanish
+        sim = F.normalize(q, dim=-1) @ F.normalize(c, dim=-1).T
+        best = torch.zeros(q.shape[0], int(d.max()) + 1).scatter_reduce(1, d.expand(q.shape[0], -1), sim, reduce="amax")
+        return best.topk(k, dim=-1)
+
+    _search_rejects(zeros_start, "started from zeros", capsys)
     _search_rejects(chunk_top_k, "can appear twice", capsys)
     _search_rejects(mean_of_chunks, "best chunk's cosine (the maximum)", capsys)
     _search_rejects(swapped, "wrong way round", capsys)

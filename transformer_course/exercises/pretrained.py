@@ -167,7 +167,9 @@ def _search_mistakes(queries: Tensor, chunks: Tensor, doc_ids: Tensor, k: int) -
 
 def _check_search(fn: Callable[[Tensor, Tensor, Tensor, int], tuple[Tensor, Tensor]]) -> None:
     queries, chunks, doc_ids = _search_case()
-    for k in (3, 1):  # k = 3 first: there every likely mistake gives other documents
+    # k = 3 first: there every likely mistake gives other documents; k = 6 ranks every document, including those
+    # whose best cosine is negative
+    for k in (3, 1, 6):
         out = fn(queries.clone(), chunks.clone(), doc_ids.clone(), k)
         expect(
             isinstance(out, tuple) and len(out) == 2,
@@ -195,6 +197,13 @@ def _check_search(fn: Callable[[Tensor, Tensor, Tensor, int], tuple[Tensor, Tens
             tuple(documents.shape) == shape,
             f"for k={k} documents have shape {tuple(documents.shape)}, expected {shape} = (queries, k)",
         )
+        started_at_zero = (expected_scores < 0) & (scores.detach() == 0) if scores.shape == shape else None
+        if started_at_zero is not None and bool(started_at_zero.any()):
+            raise ExerciseMistake(
+                f"for k={k} a document whose best cosine is negative got the score 0: the per-document maximum "
+                "started from zeros (scatter_reduce keeps the starting value unless include_self=False); start it "
+                "from -inf instead"
+            )
         if not torch.equal(documents.long(), expected_documents):
             for hint, wrong in _search_mistakes(queries, chunks, doc_ids, k).items():
                 if torch.equal(documents.long(), wrong):
