@@ -89,8 +89,9 @@ def main_lm(args: argparse.Namespace) -> dict[str, float]:
     cut = int(len(text) * 0.9)  # the last 10% of the text is held out, tokenizer included
     alphabet = len(set(text[:cut])) + 1
     tokenizer = train_bpe(text[:cut], args.vocab_size if args.tokenizer == "bpe" else alphabet)
-    train_ids = torch.tensor(tokenizer.to_tokenizers().encode(text[:cut]).ids)
-    held_out_ids = torch.tensor(tokenizer.to_tokenizers().encode(text[cut:]).ids)
+    fast = tokenizer.to_tokenizers()  # the same ids as tokenizer.encode, much faster on the whole corpus
+    train_ids = torch.tensor(fast.encode(text[:cut]).ids)
+    held_out_ids = torch.tensor(fast.encode(text[cut:]).ids)
     config = LMConfig(
         style=args.style,
         d_model=args.d_model,
