@@ -6,6 +6,30 @@ A checker calls the reader's function on test inputs and prints one line of feed
 each checker accepts them and rejects typical mistakes.
 """
 
-from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
+from ._core import (
+    EXERCISES,
+    Exercise,
+    ExerciseMistake,
+    expect,
+    expect_close,
+    expect_tensor,
+    get_language,
+    report,
+    set_language,
+    tr,
+    translate_feedback,
+)
 
-__all__ = ["ExerciseMistake", "expect", "expect_close", "expect_tensor", "report"]
+__all__ = [
+    "EXERCISES",
+    "Exercise",
+    "ExerciseMistake",
+    "expect",
+    "expect_close",
+    "expect_tensor",
+    "get_language",
+    "report",
+    "set_language",
+    "tr",
+    "translate_feedback",
+]

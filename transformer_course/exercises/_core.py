@@ -1,10 +1,62 @@
-"""The shared machinery of every checker: run a check, turn the outcome into one line of feedback."""
+"""The shared machinery of every checker: run a check, turn the outcome into one line of feedback.
+
+Feedback comes in the learner's language: English by default, Chinese after ``set_language("zh")`` (the setup
+cell of each Chinese notebook calls it). A checker writes each message in both, ``tr("English", "中文")``, and
+names its exercise once, at import, with :class:`Exercise`.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
+
+LANGUAGES = ("en", "zh")
+_language = "en"
+
+
+def set_language(language: str) -> None:
+    """Give every checker's feedback in ``language``: "en" (English, the default) or "zh" (Chinese)."""
+    global _language
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    _language = language
+
+
+def get_language() -> str:
+    """The language of the checkers' feedback: "en" or "zh"."""
+    return _language
+
+
+def tr(en: str, zh: str) -> str:
+    """The message in the feedback language: ``en`` or ``zh``."""
+    return zh if _language == "zh" else en
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise's number ("4.1") and short title in English and Chinese; creating one registers it, so a
+    stored English feedback line can be rendered in Chinese (:func:`translate_feedback`)."""
+
+    number: str
+    title: str
+    title_zh: str
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"\d+\.\d+", self.number):
+            raise ValueError(f"an exercise number looks like '4.1', got {self.number!r}")
+        EXERCISES[self.number] = self
+
+    def label(self, language: str | None = None) -> str:
+        """ "Exercise 4.1 (attention from scratch)" or "练习 4.1（从零实现注意力）"."""
+        if (language or _language) == "zh":
+            return f"练习 {self.number}（{self.title_zh}）"
+        return f"Exercise {self.number} ({self.title})"
+
+
+EXERCISES: dict[str, Exercise] = {}
 
 
 class ExerciseMistake(AssertionError):
@@ -20,10 +72,18 @@ def expect(condition: bool, message: str) -> None:
 def expect_tensor(actual: object, what: str, shape: tuple[int, ...] | torch.Size, meaning: str = "") -> None:
     """Fail unless ``actual`` is a tensor of ``shape``. ``meaning`` follows the expected shape in the message,
     for instance the names of the axes: "(batch, heads, len, d_k)"."""
-    expect(isinstance(actual, torch.Tensor), f"{what} should be a torch.Tensor, got {type(actual).__name__}")
+    got = type(actual).__name__
+    expect(
+        isinstance(actual, torch.Tensor),
+        tr(f"{what} should be a torch.Tensor, got {got}", f"{what} 应是 torch.Tensor，得到的是 {got}"),
+    )
     assert isinstance(actual, torch.Tensor)
     expected = f"{tuple(shape)} {meaning}" if meaning else f"{tuple(shape)}"
-    expect(tuple(actual.shape) == tuple(shape), f"{what} has shape {tuple(actual.shape)}, expected {expected}")
+    actual_shape = tuple(actual.shape)
+    expect(
+        actual_shape == tuple(shape),
+        tr(f"{what} has shape {actual_shape}, expected {expected}", f"{what} 的形状是 {actual_shape}，应为 {expected}"),
+    )
 
 
 def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
@@ -33,12 +93,19 @@ def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float 
     actual_f, expected_f = actual.detach().double(), expected.detach().double()
     if not torch.allclose(actual_f, expected_f, atol=atol, rtol=rtol, equal_nan=False):
         worst = (actual_f - expected_f).abs().nan_to_num(float("inf")).max().item()
-        raise ExerciseMistake(f"{what} differs from the expected values (largest difference {worst:.3g})")
+        raise ExerciseMistake(
+            tr(
+                f"{what} differs from the expected values (largest difference {worst:.3g})",
+                f"{what} 与期望值不同（最大差 {worst:.3g}）",
+            )
+        )
 
 
 def as_sentence(message: str) -> str:
     """``message`` as a sentence: a capital first letter (unless it starts with code, such as ``k_cache`` or
-    ``fn(...)``) and a full stop at the end."""
+    ``fn(...)``) and a full stop at the end; in Chinese, a "。" unless it ends with punctuation already."""
+    if _language == "zh":
+        return message if not message or message[-1] in "。！？.!?)）" else message + "。"
     first = message.split(" ", 1)[0].rstrip(",;:")
     if first.isalpha() and first.islower():
         message = message[0].upper() + message[1:]
@@ -47,18 +114,45 @@ def as_sentence(message: str) -> str:
     return message
 
 
-def report(exercise: str, check: Callable[[], None]) -> bool:
+def report(exercise: Exercise | str, check: Callable[[], None]) -> bool:
     """Run ``check`` and print one line: correct, not attempted yet, or what went wrong. Returns True if correct."""
+    label = exercise.label() if isinstance(exercise, Exercise) else exercise
+    zh = _language == "zh"
     try:
         check()
     except NotImplementedError:
-        print(f"{exercise}: not attempted yet - replace the `raise NotImplementedError` with your code.")
+        if zh:
+            print(f"{label}：尚未作答——把 `raise NotImplementedError` 换成你的代码。")
+        else:
+            print(f"{label}: not attempted yet - replace the `raise NotImplementedError` with your code.")
         return False
     except ExerciseMistake as mistake:
-        print(f"{exercise}: not yet. {as_sentence(str(mistake))}")
+        message = as_sentence(str(mistake))
+        print(f"{label}：还不对。{message}" if zh else f"{label}: not yet. {message}")
         return False
     except Exception as error:  # the reader's code crashed: show it as feedback, not as a traceback
-        print(f"{exercise}: your code raised {type(error).__name__}: {error}")
+        name = type(error).__name__
+        print(f"{label}：你的代码抛出了 {name}: {error}" if zh else f"{label}: your code raised {name}: {error}")
         return False
-    print(f"{exercise}: correct!")
+    print(f"{label}：正确！" if zh else f"{label}: correct!")
     return True
+
+
+_NOT_ATTEMPTED = re.compile(
+    r"^Exercise (?P<number>\d+\.\d+) \(.*\): "
+    r"not attempted yet - replace the `raise NotImplementedError` with your code\.$"
+)
+
+
+def translate_feedback(line: str, language: str) -> str:
+    """A stored English "not attempted yet" line (what a committed notebook shows under each exercise) in
+    ``language``; any other line comes back unchanged. The exercise must be registered (its module imported)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    match = _NOT_ATTEMPTED.match(line)
+    if language == "en" or match is None:
+        return line
+    exercise = EXERCISES.get(match["number"])
+    if exercise is None:
+        raise ValueError(f"exercise {match['number']} is not registered: import its checker module first")
+    return f"{exercise.label('zh')}：尚未作答——把 `raise NotImplementedError` 换成你的代码。"
