@@ -4,9 +4,13 @@ import math
 from collections import Counter
 
 import pytest
+import torch
 
 from transformer_course.bpe import train_bpe
+from transformer_course.decoding import generate
 from transformer_course.exercises import gpt_from_scratch as ex
+from transformer_course.exercises import set_language
+from transformer_course.modern_block import ModernDecoderLM
 
 
 def test_reference_merge_step_agrees_with_the_package_trainer():
@@ -100,3 +104,119 @@ def test_bits_checker_accepts_the_reference_and_names_mistakes(capsys):
         assert not ex.check_bits_per_character(wrong)
         out = capsys.readouterr().out
         assert out.startswith("Exercise 15.3 (bits per character): not yet.") and hint in out, (hint, out)
+
+
+def _greedy_without_cache(model, prompt, new):
+    return generate(model, prompt, new, greedy=True)
+
+
+def _cache_fed_everything(model, prompt, new):
+    caches, tokens = model.new_cache(), prompt
+    for _ in range(new):
+        tokens = torch.cat([tokens, model(tokens, caches)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return tokens
+
+
+def _new_cache_every_step(model, prompt, new):
+    tokens = prompt
+    for _ in range(new):
+        tokens = torch.cat([tokens, model(tokens, model.new_cache())[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return tokens
+
+
+def _sampled(model, prompt, new):
+    caches, tokens = model.new_cache(), prompt
+    logits = model(prompt, caches)[:, -1]
+    for step in range(new):
+        token = torch.multinomial(logits.softmax(-1), 1, generator=torch.Generator().manual_seed(step))
+        tokens = torch.cat([tokens, token], dim=1)
+        if step + 1 < new:
+            logits = model(token, caches)[:, -1]
+    return tokens
+
+
+def _one_call_too_many(model, prompt, new):
+    caches, tokens = model.new_cache(), prompt
+    logits = model(prompt, caches)[:, -1]
+    for _ in range(new):
+        token = logits.argmax(-1, keepdim=True)
+        tokens = torch.cat([tokens, token], dim=1)
+        logits = model(token, caches)[:, -1]
+    return tokens
+
+
+def _prompt_one_token_at_a_time(model, prompt, new):
+    caches = model.new_cache()
+    for t in range(prompt.shape[1]):
+        logits = model(prompt[:, t : t + 1], caches)[:, -1]
+    tokens = prompt
+    for step in range(new):
+        token = logits.argmax(-1, keepdim=True)
+        tokens = torch.cat([tokens, token], dim=1)
+        if step + 1 < new:
+            logits = model(token, caches)[:, -1]
+    return tokens
+
+
+def test_cache_checker_accepts_the_reference(capsys):
+    assert ex.check_cached_generation(ex.reference_cached_generation)
+    assert capsys.readouterr().out == "Exercise 15.2 (a KV cache for generation): correct!\n"
+
+
+def test_reference_cached_generation_equals_the_package_generate_with_its_cache():
+    model = ModernDecoderLM(31, 16, 2, 4, tie_embeddings=True, max_len=40).eval()
+    model.max_len = 40
+    prompt = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    with torch.no_grad():
+        ours = ex.reference_cached_generation(model, prompt, 12)
+        assert torch.equal(ours, generate(model, prompt, 12, greedy=True, use_cache=True))
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (_greedy_without_cache, "never given a cache"),
+        (_cache_fed_everything, "feed only the newest token"),
+        (_new_cache_every_step, "make one cache before the loop"),
+        (_sampled, "differ from uncached greedy generation"),
+        (_one_call_too_many, "calls are enough"),
+        (_prompt_one_token_at_a_time, "feed the whole prompt"),
+        (lambda model, prompt, new: ex.reference_cached_generation(model, prompt, new)[:, prompt.shape[1] :], "shape"),
+    ],
+)
+def test_cache_checker_names_the_mistake(wrong, hint, capsys):
+    assert not ex.check_cached_generation(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("Exercise 15.2 (a KV cache for generation): not yet.") and hint in out, out
+
+
+@pytest.fixture
+def chinese():
+    set_language("zh")
+    yield
+    set_language("en")
+
+
+def test_checkers_speak_chinese(chinese, capsys):
+    assert ex.check_merge_step(ex.reference_merge_step)
+    assert ex.check_cached_generation(ex.reference_cached_generation)
+    assert ex.check_bits_per_character(ex.reference_bits_per_character)
+    assert capsys.readouterr().out.splitlines() == [
+        "练习 15.1（一次 BPE 合并）：正确！",
+        "练习 15.2（生成时的 KV 缓存）：正确！",
+        "练习 15.3（每字符比特数）：正确！",
+    ]
+    for checker, wrong, hint in [
+        (ex.check_merge_step, _unweighted, "乘以所在词的频数"),
+        (ex.check_cached_generation, _cache_fed_everything, "每次只输入最新的词元"),
+        (ex.check_bits_per_character, lambda n, t, c: n * t / c, "除以 ln 2 才是比特"),
+    ]:
+        assert not checker(wrong)
+        out = capsys.readouterr().out
+        assert "：还不对。" in out and hint in out, out
+
+    def stub(*args):
+        raise NotImplementedError
+
+    assert not ex.check_cached_generation(stub)
+    assert "练习 15.2（生成时的 KV 缓存）：尚未作答" in capsys.readouterr().out

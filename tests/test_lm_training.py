@@ -11,6 +11,7 @@ from transformer_course.lm_data import split_by_position
 from transformer_course.lm_training import (
     LMConfig,
     LMTrainConfig,
+    LSTMLanguageModel,
     build_language_model,
     held_out_loss,
     load_language_model,
@@ -97,3 +98,28 @@ def test_bad_settings_are_named(tmp_path):
         held_out_loss(build_language_model(LMConfig(**SMALL), 10), torch.arange(10), 16)
     with pytest.raises(ValueError, match="no language-model file"):
         load_language_model(tmp_path / "missing.safetensors")
+
+
+def test_the_lstm_baseline_is_notebook_01s_cell_and_learns(data):
+    from transformer_course.rnn import LSTMCell, unroll
+
+    torch.manual_seed(0)
+    model = LSTMLanguageModel(30, 8)
+    assert model.head.weight is model.embedding.weight
+    cell = LSTMCell(8, 8)
+    with torch.no_grad():  # copy nn.LSTM's weights into the course's own cell (the same gate order i, f, g, o)
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(cell, name).copy_(getattr(model.lstm, f"{name}_l0"))
+    ids = torch.randint(0, 30, (3, 7))
+    hidden, _ = unroll(cell, model.embedding(ids))
+    torch.testing.assert_close(model(ids), model.head(hidden))
+
+    tokenizer, train_ids, held_out_ids = data
+    model = LSTMLanguageModel(tokenizer.vocab_size, 32)
+    before = held_out_loss(model, held_out_ids, 16)
+    history = train_language_model(model, train_ids, held_out_ids, 16, LMTrainConfig(steps=150, lr=3e-3, warmup=10))
+    assert history.eval_loss[-1] < 0.5 * before
+    with pytest.raises(ValueError, match="hidden_size"):
+        LSTMLanguageModel(30, 0)
+    with pytest.raises(ValueError, match="token_ids"):
+        model(torch.zeros(4))

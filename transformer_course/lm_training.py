@@ -32,6 +32,29 @@ from .variants import CausalLanguageModel
 STYLES = ("gpt2", "llama")
 
 
+class LSTMLanguageModel(nn.Module):
+    """The recurrent baseline: embedding, ``num_layers`` LSTM layers (notebook 01's cell, run by PyTorch's fused
+    ``nn.LSTM``), and an output layer tied to the embedding. ids (batch, len) -> logits (batch, len, vocab_size).
+
+    Its state carries the past, so it has no context limit; it is trained on the same windows as the Transformers.
+    """
+
+    def __init__(self, vocab_size: int, hidden_size: int, num_layers: int = 1) -> None:
+        super().__init__()
+        checks.positive_ints(vocab_size=vocab_size, hidden_size=hidden_size, num_layers=num_layers)
+        self.embedding = nn.Embedding(vocab_size, hidden_size)
+        nn.init.normal_(self.embedding.weight, std=hidden_size**-0.5)  # near-uniform first predictions, as above
+        self.lstm = nn.LSTM(hidden_size, hidden_size, num_layers=num_layers, batch_first=True)
+        self.head = nn.Linear(hidden_size, vocab_size, bias=False)
+        self.head.weight = self.embedding.weight
+
+    def forward(self, token_ids: Tensor) -> Tensor:
+        """token_ids: (batch, len) -> logits (batch, len, vocab_size)."""
+        checks.token_ids("token_ids", token_ids)
+        hidden, _ = self.lstm(self.embedding(token_ids))  # (batch, len, hidden): all steps in one fused call
+        return self.head(hidden)
+
+
 @dataclass(frozen=True)
 class LMConfig:
     """The shape of a decoder-only model. ``d_ff`` None: 4 * d_model (GPT-2) or the matched SwiGLU width (LLaMA);
