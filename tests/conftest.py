@@ -32,6 +32,16 @@ def _restore_environment():
         os.environ.update(saved)
 
 
+@pytest.fixture(autouse=True)
+def _feedback_in_english():
+    """Give the exercise checkers' feedback back in English after every test: a test of the Chinese feedback that
+    fails half-way must not leave the next tests reading Chinese."""
+    yield
+    from transformer_course.exercises._core import set_language
+
+    set_language("en")
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
     """The whole course site (Jupyter Book and slides), built once per test session by the project's command."""

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from transformer_course import scaled_dot_product_attention
 from transformer_course.exercises import attention as ex
+from transformer_course.exercises._core import set_language
 
 
 def test_reference_attention_equals_the_package_and_torch():
@@ -294,3 +295,51 @@ def test_query_edit_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_query_edit(wrong)
     out = capsys.readouterr().out
     assert out.startswith("Exercise 4.3 (redesign two queries): not yet.") and hint in out
+
+
+# ------------------------------------------------------------------------------------ the feedback in Chinese
+def _stub(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "4.1": (ex.check_attention, ex.reference_attention),
+    "4.2": (ex.check_attention_entropy, ex.reference_attention_entropy),
+    "4.3": (ex.check_query_edit, ex.reference_query_edit),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_stub)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_attention, _unscaled, "在 softmax 之前要把分数除以 sqrt(d_k)"),
+        (ex.check_attention, _wrong_dim, "每一列之和为 1"),
+        (ex.check_attention, _only_output, "应返回元组 (output, weights)"),
+        (ex.check_attention, _k_T, "你的代码对二维矩阵 (len, d) 是对的"),
+        (ex.check_attention, _transpose_from_the_front, "要从末尾数维度"),
+        (ex.check_attention, _naive_exp, "先减去每一行自己的最大分数"),
+        (ex.check_attention, _max_without_keepdim, "有两个形状无法广播"),
+        (ex.check_attention_entropy, lambda w: -(w * torch.log(w)).sum(-1), "记为 0"),
+        (ex.check_attention_entropy, lambda w: -(w * torch.log2(w).nan_to_num(0.0, neginf=0.0)).sum(-1), "自然对数"),
+        (ex.check_query_edit, lambda w_q: w_q, "没有超过一半"),
+        (ex.check_query_edit, _edit(_ATE), "权重相等需要分数相等"),
+        (ex.check_query_edit, lambda w_q: None, "你的函数返回了 None"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from transformer_course.exercises import bert_gpt_vit as ex
+from transformer_course.exercises._core import set_language
 from transformer_course.variants import patchify, segment_ids
 
 
@@ -219,3 +220,47 @@ def test_patchify_checker_rejects_typical_mistakes(wrong, hint, capsys):
 def test_checkers_report_crashes_as_feedback(capsys):
     assert not ex.check_patchify(lambda images, p: images.view(-1, 7))
     assert "your code raised RuntimeError" in capsys.readouterr().out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------
+
+CHECKERS = {
+    "11.1": (ex.check_span_corruption, ex.reference_span_corruption),
+    "11.2": (ex.check_segment_ids, ex.reference_segment_ids),
+    "11.3": (ex.check_patchify, ex.reference_patchify),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_stub)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_span_corruption, _one_sentinel_per_word, "共用一个哨兵词元"),
+        (ex.check_span_corruption, _no_closing_sentinel, "还要再跟一个哨兵词元"),
+        (ex.check_span_corruption, _numbered_from_one, "从 0 开始编号"),
+        (ex.check_span_corruption, _keeps_dropped_words, "并去掉被丢弃的词"),
+        (ex.check_span_corruption, _extra_sentinel_first, "目标应为"),
+        (ex.check_segment_ids, _inclusive, "严格之前"),
+        (ex.check_segment_ids, _padding_not_zeroed, "要把 ids == pad_id 的位置设为 0"),
+        (ex.check_segment_ids, lambda ids, s, p: segment_ids(ids, s, p).float(), "应是整数"),
+        (ex.check_patchify, _plain_reshape, "直接 reshape"),
+        (ex.check_patchify, _column_order, "是按列编号的"),
+        (ex.check_patchify, _transposed_patch, "要按行展平每个图像块"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from transformer_course.attention import KVCache, MultiHeadAttention
 from transformer_course.decoding import filter_logits
 from transformer_course.exercises import decoding as ex
+from transformer_course.exercises._core import set_language
 
 
 def _stub(*args):
@@ -214,3 +216,52 @@ def test_cached_attention_checker_reports_other_crashes(capsys):
 
     assert not ex.check_cached_attention(crashes)
     assert "your code raised RuntimeError: something else" in capsys.readouterr().out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------------------
+
+CHECKERS = {
+    "10.1": (ex.check_top_k, ex.reference_top_k),
+    "10.2": (ex.check_top_p, ex.reference_top_p),
+    "10.3": (ex.check_cached_attention, ex.reference_cached_attention),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_stub)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_top_k, _no_keepdim, "要保留最后一维"),
+        (ex.check_top_k, _smallest, "你保留的是最不可能的词元"),
+        (ex.check_top_k, _zeroed, "logit 为 0 并不等于概率为 0"),
+        (ex.check_top_k, _very_negative, "很大的负数"),
+        (ex.check_top_k, _softmaxed, "必须保持不变"),
+        (ex.check_top_p, _sorted_order, "返回的是排序后的顺序"),
+        (ex.check_top_p, _gather_back, "必须回到词表顺序"),
+        (ex.check_top_p, _strict_p, "一个词元也没保留"),
+        (ex.check_top_p, _unsorted_p, "要保留使累计概率达到 p 的那个词元"),
+        (ex.check_cached_attention, _forgets_to_append, "追加进去"),
+        (ex.check_cached_attention, _attends_then_appends, "最新的位置也要关注它自己"),
+        (ex.check_cached_attention, _wrong_dim(-1), "新的键和值是沿第 3 维拼接的"),
+        (ex.check_cached_attention, _unscaled, "要把分数除以 sqrt(d_k)"),
+        (ex.check_cached_attention, _softmax_over_query, "要在键上做 softmax"),
+        (ex.check_cached_attention, _only_newest, "之前的也要保留"),
+        (ex.check_cached_attention, _new_first, "旧的在前"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -13,6 +13,7 @@ from transformer_course.efficient_attention import (
     positive_random_features,
 )
 from transformer_course.exercises import efficient_attention as ex
+from transformer_course.exercises._core import set_language
 
 
 def _stub(*args):
@@ -259,3 +260,47 @@ def test_labels_carry_the_notebook_number(capsys):
     ex.check_online_softmax_merge(_stub)
     out = capsys.readouterr().out
     assert "Exercise 13.1 (Longformer mask)" in out and "Exercise 13.2 (online softmax merge)" in out
+
+
+# ------------------------------------------------------------------------------- the feedback in Chinese
+
+CHECKERS = {
+    "13.1": (ex.check_longformer_mask, ex.reference_longformer_mask),
+    "13.2": (ex.check_online_softmax_merge, ex.reference_merge),
+    "13.3": (ex.check_linear_attention_step, ex.reference_linear_attention_step),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_stub)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_longformer_mask, _narrow, "窗口窄了一格"),
+        (ex.check_longformer_mask, _rows_only, "*被*每个词元看到"),
+        (ex.check_longformer_mask, _one_sided, "窗口是双向的"),
+        (ex.check_longformer_mask, _no_global, "缺少全局词元"),
+        (ex.check_online_softmax_merge, _no_rescale, "你没有重新缩放"),
+        (ex.check_online_softmax_merge, _only_a_rescaled, "块 b 的 l 和 acc 也要乘以因子 exp(m_b - m)"),
+        (ex.check_online_softmax_merge, _minimum, "较大的那个（torch.maximum）"),
+        (ex.check_online_softmax_merge, _normalised, "先不要除以 l"),
+        (ex.check_linear_attention_step, _read_before_update, "漏掉了词元 i 自己"),
+        (ex.check_linear_attention_step, _state_not_returned, "说明状态没有传到下一步"),
+        (ex.check_linear_attention_step, _unnormalised, "输出没有归一化"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from transformer_course.corpus import WordVocabulary
 from transformer_course.exercises import embeddings as ex
+from transformer_course.exercises._core import set_language
 from transformer_course.word2vec import Word2Vec, nearest_neighbours
 
 
@@ -199,3 +200,51 @@ def test_feedback_names_the_mistake_and_the_exercise(capsys):
     assert "leave the query word out" in capsys.readouterr().out
     ex.check_nearest_words(_ascending)
     assert "most similar first" in capsys.readouterr().out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------------------
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "2.1": (ex.check_cosine_matrix, ex.reference_cosine_matrix),
+    "2.2": (ex.check_sgns_center_gradient, ex.reference_sgns_center_gradient),
+    "2.3": (ex.check_nearest_words, ex.reference_nearest_words),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_cosine_matrix, COSINE_MISTAKES["dot products"], "这些是点积"),
+        (ex.check_cosine_matrix, COSINE_MISTAKES["columns normalised"], "你归一化的是列"),
+        (ex.check_sgns_center_gradient, _sign_of_context, "符号反了"),
+        (ex.check_sgns_center_gradient, _minus_dropped, "漏掉了对 -s（内层函数）求导带来的负号"),
+        (ex.check_sgns_center_gradient, _no_noise, "要加上噪声词的项"),
+        (ex.check_sgns_center_gradient, _mean_over_noise, "而不是求平均"),
+        (ex.check_nearest_words, _by_dot, "要按余弦相似度排序"),
+        (ex.check_nearest_words, _with_self, "要把查询词本身排除在外"),
+        (ex.check_nearest_words, _ascending, "最相似的要排在最前面"),
+        (ex.check_nearest_words, _indices, "要返回词本身"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -2,10 +2,12 @@
 
 import math
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 from transformer_course.exercises import encoder_decoder as ex
+from transformer_course.exercises._core import set_language
 
 
 def test_shift_right_checker(capsys):
@@ -124,3 +126,80 @@ def test_parameter_formula_checker(capsys):
     assert "expected" in capsys.readouterr().out
     assert not ex.check_parameter_formula(lambda *args: 1.5)
     assert "should return an int" in capsys.readouterr().out
+
+
+# ---- the feedback in Chinese, on mistakes of the tests above ------------------------------------------------
+
+
+def _keeps_eos(t, bos, pad, eos):
+    return torch.cat([torch.full_like(t[:, :1], bos), t[:, :-1]], 1)
+
+
+def _shifted_left(t, bos, pad, eos):
+    out = torch.cat([t[:, 1:], torch.full_like(t[:, :1], pad)], 1)
+    out[:, 0] = bos
+    return out
+
+
+def _queries_from_memory(y, m, wq, wk, wv, mask):
+    return F.softmax((m @ wq) @ (y @ wk).transpose(-2, -1) / 2.0, -1) @ (y @ wv)
+
+
+def _inverted_mask(y, m, wq, wk, wv, mask):
+    s = ((y @ wq) @ (m @ wk).transpose(-2, -1) / 2.0).masked_fill(mask[:, None], float("-inf"))
+    return F.softmax(s, -1) @ (m @ wv)
+
+
+def _no_query_axis(y, m, wq, wk, wv, mask):
+    s = ((y @ wq) @ (m @ wk).transpose(-2, -1) / 2.0).masked_fill(~mask, float("-inf"))
+    return F.softmax(s, -1) @ (m @ wv)
+
+
+def _no_cross_attention(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
+    a = 4 * (d_model * d_model + d_model)
+    f = 2 * d_model * d_ff + d_ff + d_model
+    n = 2 * d_model
+    enc, dec = a + f + 2 * n, a + f + 3 * n
+    return num_encoder_layers * enc + num_decoder_layers * dec + vocab_size * d_model + vocab_size
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "8.1": (ex.check_shift_right, ex.shift_right_reference),
+    "8.2": (ex.check_cross_attention, ex.cross_attention_reference),
+    "8.3": (ex.check_parameter_formula, ex.parameter_formula_reference),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_shift_right, _keeps_eos, "绝不会是输入"),
+        (ex.check_shift_right, _shifted_left, "方向移反了"),
+        (ex.check_cross_attention, _queries_from_memory, "查询必须来自解码器（y）"),
+        (ex.check_cross_attention, _inverted_mask, "掩码反了"),
+        (ex.check_cross_attention, _no_query_axis, "要给掩码加上查询轴"),
+        (ex.check_parameter_formula, _no_cross_attention, "每个解码器层还有第二个注意力块"),
+        (ex.check_parameter_formula, lambda *args: 12345, "应为 20,610 个参数"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -1,10 +1,12 @@
 """The checkers of notebook 07 accept the reference solutions and reject typical mistakes."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from transformer_course.exercises import feed_forward_norm as ex
+from transformer_course.exercises._core import set_language
 
 LABEL_1 = "Exercise 7.1 (LayerNorm with the features in dimension 1)"
 
@@ -196,3 +198,55 @@ def test_deepnorm_sublayer_checker(capsys):
 def test_a_crashing_answer_is_reported_not_raised(capsys):
     assert not ex.check_deepnorm_sublayer(lambda x, f, norm, drop, a: f(x, x))
     assert "raised TypeError" in capsys.readouterr().out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------------------
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "7.1": (ex.check_layer_norm_channels_first, ex.layer_norm_channels_first_reference),
+    "7.2": (ex.check_residual_branch_init, ex.init_residual_branch_reference),
+    "7.3": (ex.check_deepnorm_sublayer, ex.deepnorm_sublayer_reference),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_layer_norm_channels_first, lambda x, g, b, eps: _ln(x, g, b, eps, dim=-1), "在所有位置上"),
+        (ex.check_layer_norm_channels_first, lambda x, g, b, eps: _ln(x, g, b, eps, unbiased=True), "无偏方差"),
+        (
+            ex.check_layer_norm_channels_first,
+            lambda x, g, b, eps: F.layer_norm(x, x.shape[-1:], eps=eps) * g + b,
+            "要把它们变成形状 (d, 1)",
+        ),
+        (ex.check_residual_branch_init, lambda b, d: _he(b, d), "这是 He 初始化"),
+        (ex.check_residual_branch_init, _scale_both_layers, "你把方差除了两次 depth"),
+        (ex.check_residual_branch_init, _default_init_scaled, "PyTorch 的默认初始化"),
+        (ex.check_residual_branch_init, _outside_no_grad, "不允许原地修改权重"),
+        (ex.check_deepnorm_sublayer, lambda x, f, norm, drop, a: norm(a * x + f(x)), "缺少 dropout"),
+        (ex.check_deepnorm_sublayer, lambda x, f, norm, drop, a: norm(x + drop(f(x))), "后置归一化（Post-LN）"),
+        (ex.check_deepnorm_sublayer, lambda x, f, norm, drop, a: a * x + drop(f(norm(x))), "这是前置归一化"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

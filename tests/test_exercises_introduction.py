@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from transformer_course import Transformer, TransformerConfig
+from transformer_course.exercises._core import set_language
 from transformer_course.exercises.introduction import (
     check_cross_attention_shape,
     cross_attention_shape_reference,
@@ -56,3 +57,39 @@ def test_rejects_typical_mistakes_with_a_hint(name, capsys):
     assert not check_cross_attention_shape(mistake)
     out = capsys.readouterr().out
     assert "not yet" in out and hint.lower() in out.lower()
+
+
+# ---- the feedback in Chinese ---------------------------------------------------------------------------------
+
+
+def test_the_checker_speaks_chinese(capsys):
+    set_language("zh")
+    assert check_cross_attention_shape(cross_attention_shape_reference)
+    out = capsys.readouterr().out
+    assert out.startswith("练习 0.1（") and out.endswith("正确！\n")
+
+    def stub(config, batch, n_src, n_tgt):
+        raise NotImplementedError
+
+    assert not check_cross_attention_shape(stub)
+    out = capsys.readouterr().out
+    assert out.startswith("练习 0.1（") and "尚未作答" in out
+
+
+ZH_MISTAKES = {
+    "queries and keys swapped": "你把最后两个轴交换了",
+    "self-attention on the target": "你给出的是自注意力的形状",
+    "no heads axis": "缺少头这个轴",
+    "the output's shape": "你的形状里含有向量宽度",
+    "a list": "要把形状作为由 int 组成的元组返回，得到的是 list",
+    "heads first": "这不是交叉注意力的 (B, h, n_q, n_k)",
+}
+
+
+@pytest.mark.parametrize("name", list(ZH_MISTAKES))
+def test_the_checker_explains_mistakes_in_chinese(name, capsys):
+    set_language("zh")
+    mistake, _ = MISTAKES[name]
+    assert not check_cross_attention_shape(mistake)
+    out = capsys.readouterr().out
+    assert out.startswith("练习 0.1（") and "：还不对。" in out and ZH_MISTAKES[name] in out

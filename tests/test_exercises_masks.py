@@ -9,6 +9,7 @@ import torch
 
 from transformer_course import causal_mask, padding_mask, scaled_dot_product_attention
 from transformer_course.exercises import masks as ex
+from transformer_course.exercises._core import set_language
 
 
 def test_reference_causal_mask_is_the_package_mask_in_additive_form():
@@ -203,3 +204,63 @@ def test_masked_softmax_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_masked_softmax(wrong)
     out = capsys.readouterr().out
     assert out.startswith(f"{LABELS[ex.check_masked_softmax]}: not yet.") and hint in out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------------------
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "6.1": (ex.check_causal_additive_mask, ex.reference_causal_additive_mask),
+    "6.2": (ex.check_padding_mask_from_lengths, ex.reference_padding_mask_from_lengths),
+    "6.3": (ex.check_masked_softmax, ex.reference_masked_softmax),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (
+            ex.check_causal_additive_mask,
+            lambda q, k: _filled(q, k, _INF, diagonal=1),
+            "把查询当成了“最前面”的 2 个位置",
+        ),
+        (ex.check_causal_additive_mask, lambda q, k: _filled(q, k, _INF, transpose=True), "转置了"),
+        (ex.check_causal_additive_mask, lambda q, k: _filled(q, k, _INF, diagonal=k - q), "遮住了查询自己的位置"),
+        (ex.check_causal_additive_mask, lambda q, k: _filled(q, k, -1e9), "很大的有限数"),
+        (
+            ex.check_padding_mask_from_lengths,
+            lambda lengths, n: torch.arange(n)[None, :] < lengths[:, None],
+            "要再加两个轴",
+        ),
+        (
+            ex.check_padding_mask_from_lengths,
+            lambda lengths, n: (torch.arange(n)[None, :] <= lengths[:, None])[:, None, None, :],
+            "多保留了一个填充",
+        ),
+        (ex.check_masked_softmax, _minus_inf, "含有 NaN"),
+        (ex.check_masked_softmax, _minus_1e9, "得到的是均匀分布"),
+        (ex.check_masked_softmax, _zeroed_after, "有可见键的行之和不为 1"),
+        (ex.check_masked_softmax, _minus_1e9_then_zeroed, "float16 存不下绝对值超过 65504 的数"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

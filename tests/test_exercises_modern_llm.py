@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from transformer_course.exercises import modern_llm as ex
+from transformer_course.exercises._core import set_language
 from transformer_course.gqa import PUBLISHED_DECODERS, grouped_query_attention
 from transformer_course.rope import apply_rope
 
@@ -250,3 +251,60 @@ def test_labels_carry_the_notebook_number(capsys):
     out = capsys.readouterr().out
     for label in ("Exercise 12.1 (RoPE)", "Exercise 12.2 (grouped-query attention)", "Exercise 12.3 (KV-cache size)"):
         assert label in out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------------------
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "12.1": (ex.check_rope, ex.reference_rope),
+    "12.2": (ex.check_gqa, ex.reference_gqa),
+    "12.3": (ex.check_kv_cache_bytes, ex.reference_kv_cache_bytes),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_rope, _half_layout, "'rotate half' 布局"),
+        (ex.check_rope, _backwards, "你的旋转方向反了"),
+        (ex.check_rope, _from_one, "位置从 0 开始"),
+        (ex.check_rope, _concatenated, "用 torch.cat 写回时"),
+        (ex.check_gqa, _cycled, "要用 repeat_interleave"),
+        (ex.check_gqa, _top_left, "就好像查询位于序列的开头"),
+        (ex.check_gqa, _no_mask, "注意力必须是因果的"),
+        (ex.check_gqa, _unscaled, "分数没有除以 sqrt(d)"),
+        (
+            ex.check_kv_cache_bytes,
+            lambda s, n, b, x: s.num_layers * s.num_kv_heads * s.head_dim * n * b * x,
+            "同时缓存 K 和 V",
+        ),
+        (
+            ex.check_kv_cache_bytes,
+            lambda s, n, b, x: 2 * s.num_layers * s.num_heads * s.head_dim * n * b * x,
+            "缓存的只有 num_kv_heads 个键/值头",
+        ),
+        (ex.check_kv_cache_bytes, lambda s, n, b, x: "2 GiB", "应是字节数（int）"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -10,6 +10,7 @@ import torch
 
 from transformer_course import MultiHeadAttention
 from transformer_course.exercises import multi_head_attention as ex
+from transformer_course.exercises._core import set_language
 
 
 def test_reference_split_and_merge_equal_the_package():
@@ -211,3 +212,54 @@ def test_mha_checker_rejects_typical_mistakes(wrong, hint, capsys):
     assert not ex.check_multi_head_attention(wrong)
     out = capsys.readouterr().out
     assert out.startswith(f"{LABELS[ex.check_multi_head_attention]}: not yet.") and hint in out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------------------
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "5.1": (ex.check_remove_head, ex.reference_remove_head),
+    "5.2": (ex.check_multi_head_attention, ex.reference_multi_head_attention),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_remove_head, _edit(lambda m, b: m.w_o.weight[b].zero_()), "你清零的是 w_o.weight 的“行”"),
+        (ex.check_remove_head, _edit(lambda m, b: m.w_v.weight[b].zero_()), "却没有清零它们的偏置"),
+        (ex.check_remove_head, _edit(lambda m, b: m.w_o.weight[:, b].zero_(), copy_first=False), "要修改它的副本"),
+        (ex.check_remove_head, lambda mha, head: copy.deepcopy(mha), "输出仍和原来一样"),
+        (
+            ex.check_multi_head_attention,
+            lambda *a: _attention(*a, scale=math.sqrt(a[2].shape[0])),
+            "而不是 sqrt(d_model)",
+        ),
+        (ex.check_multi_head_attention, lambda *a: _attention(*a, dim=-2), "要在键上做 softmax"),
+        (ex.check_multi_head_attention, lambda *a: _attention(*a, use_w_o=False), "合并之后还要乘上 w_o"),
+        (ex.check_multi_head_attention, _direct_view, "reshape 陷阱"),
+        (ex.check_multi_head_attention, _view_after_transpose, "不再连续"),
+        (ex.check_multi_head_attention, _square_heads, "这里一个头的宽度并不是 d_model / num_heads"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -10,6 +10,7 @@ import torch
 
 from transformer_course import sinusoidal_table
 from transformer_course.exercises import positional_encoding as ex
+from transformer_course.exercises._core import set_language
 
 
 def _omega(d_model: int, pair: int) -> float:
@@ -193,3 +194,48 @@ def test_halves_checker_wants_the_identity_for_k_zero(capsys):
 def test_halves_checker_reports_a_crash(capsys):
     assert not ex.check_halves_rotation(lambda k, d_model: torch.zeros(d_model) @ torch.zeros(3))
     assert "your code raised RuntimeError" in capsys.readouterr().out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------------------
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "3.1": (ex.check_read_position, ex.reference_read_position),
+    "3.2": (ex.check_halves_rotation, ex.reference_halves_rotation),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_read_position, _pair_zero, "第 0 对每 2*pi = 6.3 个位置就转一整圈"),
+        (ex.check_read_position, _asin, "只看正弦是有歧义的"),
+        (ex.check_read_position, _a_float, "要把位置作为 Python int 返回"),
+        (ex.check_read_position, _truncated, "int() 会直接截掉小数部分"),
+        (ex.check_read_position, _fourth_slowest, "小的位置是对的"),
+        (ex.check_halves_rotation, _interleaved, "第 5 节交错布局下的矩阵"),
+        (ex.check_halves_rotation, _backwards, "把位置往回移了"),
+        (ex.check_halves_rotation, _same_angle, "让每一对都转了同一个角度 k"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 from transformer_course.exercises import pretrained as ex
+from transformer_course.exercises._core import set_language
 
 
 def _stub(*args):
@@ -191,3 +193,76 @@ def test_search_case_separates_the_mistakes():
             assert not torch.equal(a, b)
     best = _doc_scores(queries, chunks, doc_ids).sort(dim=-1, descending=True).values
     assert (best[:, :4].diff(dim=-1).abs() > 0.005).all()  # no near-tie that float rounding could flip
+
+
+# ------------------------------------------------------------------ the feedback in Chinese, on the mistakes above
+def _raw_means(train, labels, test):
+    return (test @ _means(train, labels).T).argmax(-1)
+
+
+def _nearest_single_vector(train, labels, test):
+    return labels[(test @ train.T).argmax(-1)]
+
+
+def _least_similar_class(train, labels, test):
+    return (test @ F.normalize(_means(train, labels), dim=-1).T).argmin(-1)
+
+
+def _chunk_top_k(q, c, d, k):
+    s, i = (F.normalize(q, dim=-1) @ F.normalize(c, dim=-1).T).topk(k, dim=-1)
+    return s, d[i]
+
+
+def _mean_of_chunks(q, c, d, k):
+    return _doc_scores(q, c, d, pool="mean").topk(k, dim=-1)
+
+
+def _dot(q, c, d, k):
+    return _doc_scores(q, c, d, normalise=False).topk(k, dim=-1)
+
+
+def _zeros_start(q, c, d, k):
+    sim = F.normalize(q, dim=-1) @ F.normalize(c, dim=-1).T
+    best = torch.zeros(q.shape[0], int(d.max()) + 1).scatter_reduce(1, d.expand(q.shape[0], -1), sim, reduce="amax")
+    return best.topk(k, dim=-1)
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "14.1": (ex.check_centroid_classifier, ex.reference_centroid_classifier),
+    "14.2": (ex.check_document_search, ex.reference_document_search),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_centroid_classifier, _raw_means, "质心没有缩放到长度 1"),
+        (ex.check_centroid_classifier, _nearest_single_vector, "最相似的那一个训练向量的标签"),
+        (ex.check_centroid_classifier, _least_similar_class, "这些是最不相似的类"),
+        (ex.check_document_search, _chunk_top_k, "一个文档可能出现两次"),
+        (ex.check_document_search, _mean_of_chunks, "文档的分数是它最佳文本块的余弦（最大值）"),
+        (ex.check_document_search, _dot, "长向量会占优势"),
+        (ex.check_document_search, _zeros_start, "每个文档的最大值是从 0 开始算的"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from transformer_course.exercises import rnn_limits as ex
+from transformer_course.exercises._core import set_language
 from transformer_course.rnn import RNNCell, chain_jacobians, conv_layers_to_connect, unroll
 
 
@@ -174,3 +175,50 @@ def test_conv_checker_says_1_layer_not_1_layers(capsys):
     assert "1 layer is needed" in out and "1 layers" not in out
     assert not ex.check_conv_layers(lambda n, k, dilated: ex.reference_conv_layers(n, k, dilated) + 2 * (n == 17))
     assert "layers are needed" in capsys.readouterr().out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------------------
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "1.1": (ex.check_bptt_product, ex.reference_bptt_product),
+    "1.2": (ex.check_input_gradient, ex.reference_input_gradient),
+    "1.3": (ex.check_conv_layers, ex.reference_conv_layers),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_bptt_product, _reversed, "顺序反了"),
+        (ex.check_bptt_product, BPTT_MISTAKES["skips the first"][0], "你漏掉了 J_1"),
+        (ex.check_bptt_product, _multi_dot, "乘积就是 J_1 本身"),
+        (ex.check_input_gradient, GRADIENT_MISTAKES["no slope"][0], "乘以斜率"),
+        (ex.check_input_gradient, GRADIENT_MISTAKES["transposed"][0], "结果转置了"),
+        (ex.check_input_gradient, GRADIENT_MISTAKES["W's term (previous states)"][0], "你的结果是 W 的形状"),
+        (ex.check_conv_layers, CONV_MISTAKES["off by one"][0], "差了一层"),
+        (ex.check_conv_layers, CONV_MISTAKES["log2 of n"][0], "而不是 2^L"),
+        (ex.check_conv_layers, CONV_MISTAKES["one for n=1"][0], "n = 1 需要 0 层"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

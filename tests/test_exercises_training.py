@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course.exercises import training as ex
+from transformer_course.exercises._core import set_language
 from transformer_course.losses import label_smoothing_loss
 from transformer_course.schedules import noam_lr
 
@@ -247,3 +248,52 @@ def test_floor_checker_rejects_typical_mistakes(capsys):
     ]:
         assert not ex.check_annotated_floor(wrong)
         assert hint in capsys.readouterr().out
+
+
+# ---- the feedback in Chinese ----------------------------------------------------------------------------------------
+
+
+def _unanswered(*args):
+    raise NotImplementedError
+
+
+CHECKERS = {
+    "9.1": (ex.check_smoothed_loss, ex.reference_smoothed_loss),
+    "9.2": (ex.check_noam_rate, ex.reference_noam_rate),
+    "9.3": (ex.check_annotated_floor, ex.reference_annotated_floor),
+}
+
+
+@pytest.mark.parametrize("number", list(CHECKERS))
+def test_checkers_speak_chinese(number, capsys):
+    check, reference = CHECKERS[number]
+    set_language("zh")
+    assert check(reference)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
+    assert not check(_unanswered)
+    out = capsys.readouterr().out
+    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint",
+    [
+        (ex.check_smoothed_loss, _cross_entropy, "这是交叉熵 -sum q log p"),
+        (ex.check_smoothed_loss, _naive_q_log_q, "要取 0 log 0 = 0"),
+        (ex.check_smoothed_loss, _pad_column_kept, "q 的 <pad> 列必须为 0"),
+        (ex.check_smoothed_loss, _pytorch_convention, "这是 PyTorch 的约定"),
+        (ex.check_smoothed_loss, _kl_div("batchmean", flatten=False), "除以的是第一维的大小"),
+        (ex.check_noam_rate, lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "要用 min(...)"),
+        (ex.check_noam_rate, lambda s, d, w: min(s**-0.5, s * w**-1.5), "还要乘以 d_model ** -0.5"),
+        (ex.check_annotated_floor, _floor_pytorch, "这是 PyTorch 约定下的下限"),
+        (ex.check_annotated_floor, _floor_v_minus_1, "这是把 eps 分给了 V - 1 个类"),
+        (ex.check_annotated_floor, _floor_from_a_tensor, "要把下限写成关于 V 和 eps 的公式"),
+        (ex.check_annotated_floor, _floor_without_the_eps_0_case, "要单独处理 eps = 0 的情况"),
+    ],
+)
+def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
+    set_language("zh")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert "：还不对。" in out and hint in out

@@ -35,6 +35,11 @@ def tr(en: str, zh: str) -> str:
     return zh if _language == "zh" else en
 
 
+def _then(what: str) -> str:
+    """``what`` followed by the Chinese that comes after it: a space only after Latin text or code."""
+    return f"{what} " if what and what[-1].isascii() else what
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One exercise's number ("4.1") and short title in English and Chinese; creating one registers it, so a
@@ -47,6 +52,9 @@ class Exercise:
     def __post_init__(self) -> None:
         if not re.fullmatch(r"\d+\.\d+", self.number):
             raise ValueError(f"an exercise number looks like '4.1', got {self.number!r}")
+        known = EXERCISES.get(self.number)
+        if known is not None and known != self:
+            raise ValueError(f"exercise {self.number} is registered already, as {known.title!r}")
         EXERCISES[self.number] = self
 
     def label(self, language: str | None = None) -> str:
@@ -75,14 +83,18 @@ def expect_tensor(actual: object, what: str, shape: tuple[int, ...] | torch.Size
     got = type(actual).__name__
     expect(
         isinstance(actual, torch.Tensor),
-        tr(f"{what} should be a torch.Tensor, got {got}", f"{what} 应是 torch.Tensor，得到的是 {got}"),
+        tr(f"{what} should be a torch.Tensor, got {got}", f"{_then(what)}应是 torch.Tensor，得到的是 {got}"),
     )
     assert isinstance(actual, torch.Tensor)
-    expected = f"{tuple(shape)} {meaning}" if meaning else f"{tuple(shape)}"
+    gap = "" if meaning.startswith("（") else " "
+    expected = f"{tuple(shape)}{gap}{meaning}" if meaning else f"{tuple(shape)}"
     actual_shape = tuple(actual.shape)
     expect(
         actual_shape == tuple(shape),
-        tr(f"{what} has shape {actual_shape}, expected {expected}", f"{what} 的形状是 {actual_shape}，应为 {expected}"),
+        tr(
+            f"{what} has shape {actual_shape}, expected {expected}",
+            f"{_then(what)}的形状是 {actual_shape}，应为 {expected}",
+        ),
     )
 
 
@@ -96,7 +108,7 @@ def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float 
         raise ExerciseMistake(
             tr(
                 f"{what} differs from the expected values (largest difference {worst:.3g})",
-                f"{what} 与期望值不同（最大差 {worst:.3g}）",
+                f"{_then(what)}与期望值不同（最大差 {worst:.3g}）",
             )
         )
 
@@ -105,7 +117,7 @@ def as_sentence(message: str) -> str:
     """``message`` as a sentence: a capital first letter (unless it starts with code, such as ``k_cache`` or
     ``fn(...)``) and a full stop at the end; in Chinese, a "。" unless it ends with punctuation already."""
     if _language == "zh":
-        return message if not message or message[-1] in "。！？.!?)）" else message + "。"
+        return message if not message or message[-1] in "。！？" else message + "。"
     first = message.split(" ", 1)[0].rstrip(",;:")
     if first.isalpha() and first.islower():
         message = message[0].upper() + message[1:]

@@ -19,7 +19,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+
+ATTENTION_FROM_SCRATCH = Exercise("4.1", "attention from scratch", "从零实现注意力")
+ATTENTION_ENTROPY = Exercise("4.2", "attention entropy", "注意力熵")
+QUERY_EDIT = Exercise("4.3", "redesign two queries", "重新设计两个查询")
 
 
 def reference_attention(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
@@ -57,10 +61,13 @@ def _attention_inputs(leading: tuple[int, ...] = (2, 3), scale: float = 1.0) -> 
     return q, k, v
 
 
-_TRANSPOSE_HINT = (
-    "`k.T` (and `k.t()`) reverse ALL the dimensions of a batched tensor, so the batch and head axes end up in the "
-    "wrong places. Swap only the last two: `k.transpose(-2, -1)` (or `k.mT`)."
-)
+def _transpose_hint() -> str:
+    return tr(
+        "`k.T` (and `k.t()`) reverse ALL the dimensions of a batched tensor, so the batch and head axes end up in the "
+        "wrong places. Swap only the last two: `k.transpose(-2, -1)` (or `k.mT`).",
+        "`k.T`（以及 `k.t()`）会把带批次维的张量的所有维度全部反转，于是批次轴和头轴落到了错误的位置。"
+        "只交换最后两个维度：`k.transpose(-2, -1)`（或 `k.mT`）。",
+    )
 
 
 def _call(fn: Callable[[Tensor, Tensor, Tensor], object], q: Tensor, k: Tensor, v: Tensor) -> object:
@@ -95,69 +102,114 @@ def _check_attention_case(
 ) -> None:
     q, k, v = _attention_inputs(leading, scale)
     result = _call(fn, q, k, v)
+    got = type(result).__name__
     expect(
         isinstance(result, tuple) and len(result) == 2,
-        f"return a tuple (output, weights), got {type(result).__name__}",
+        tr(f"return a tuple (output, weights), got {got}", f"应返回元组 (output, weights)，得到的是 {got}"),
     )
     out, weights = result
     expected_out, expected_weights = reference_attention(q, k, v)
-    expect(isinstance(weights, Tensor), f"weights should be a torch.Tensor, got {type(weights).__name__}")
+    got = type(weights).__name__
     expect(
-        tuple(weights.shape) == tuple(expected_weights.shape),
-        f"weights have shape {tuple(weights.shape)}, expected (..., len_q, len_k) = {tuple(expected_weights.shape)}",
+        isinstance(weights, Tensor),
+        tr(f"weights should be a torch.Tensor, got {got}", f"权重应是 torch.Tensor，得到的是 {got}"),
+    )
+    shape, expected_shape = tuple(weights.shape), tuple(expected_weights.shape)
+    expect(
+        shape == expected_shape,
+        tr(
+            f"weights have shape {shape}, expected (..., len_q, len_k) = {expected_shape}",
+            f"权重的形状是 {shape}，应为 (..., len_q, len_k) = {expected_shape}。",
+        ),
     )
     w = weights.detach().double()
     if not w.isfinite().all():
         raise ExerciseMistake(
-            f"some weights are NaN or inf for scores in the hundreds (q and k times {scale:g}). torch.exp overflows "
-            "to inf above 88.7 in float32 (and inf / inf is NaN), and a row whose exps all underflow to 0 gives 0 / 0. "
-            "Subtract each row's own largest score before exp, `scores.amax(dim=-1, keepdim=True)`: the weights do "
-            "not change, and the largest exponent becomes exactly 0."
+            tr(
+                f"some weights are NaN or inf for scores in the hundreds (q and k times {scale:g}). torch.exp "
+                "overflows to inf above 88.7 in float32 (and inf / inf is NaN), and a row whose exps all underflow "
+                "to 0 gives 0 / 0. Subtract each row's own largest score before exp, "
+                "`scores.amax(dim=-1, keepdim=True)`: the weights do not change, and the largest exponent becomes "
+                "exactly 0.",
+                f"分数达到数百时（q 和 k 乘以 {scale:g}），有些权重是 NaN 或 inf。在 float32 中，torch.exp 的输入超过 "
+                "88.7 就会溢出为 inf（而 inf / inf 是 NaN）；一行的 exp 若全部下溢为 0，就得到 0 / 0。"
+                "在 exp 之前，先减去每一行自己的最大分数 `scores.amax(dim=-1, keepdim=True)`：权重不会改变，"
+                "而最大的指数恰好变成 0。",
+            )
         )
     if not torch.allclose(w.sum(-1), torch.ones_like(w.sum(-1)), atol=1e-4):
         if torch.allclose(w.sum(-2), torch.ones_like(w.sum(-2)), atol=1e-4):
-            raise ExerciseMistake("the columns of your weights sum to 1, not the rows: take the softmax over dim=-1.")
-        raise ExerciseMistake("every row of the weights should sum to 1 (softmax over the keys, dim=-1).")
+            raise ExerciseMistake(
+                tr(
+                    "the columns of your weights sum to 1, not the rows: take the softmax over dim=-1.",
+                    "你的权重是每一列之和为 1，而不是每一行：应在 dim=-1 上做 softmax。",
+                )
+            )
+        raise ExerciseMistake(
+            tr(
+                "every row of the weights should sum to 1 (softmax over the keys, dim=-1).",
+                "权重的每一行之和都应为 1（在键上做 softmax，dim=-1）。",
+            )
+        )
     raw = q.double() @ k.double().transpose(-2, -1)
     d_k = q.shape[-1]
     hints = [
-        (torch.softmax(raw, -1), "divide the scores by sqrt(d_k) before the softmax."),
-        (torch.softmax(raw / d_k, -1), "divide by sqrt(d_k), not by d_k."),
-        (torch.softmax(raw * math.sqrt(d_k), -1), "divide the scores by sqrt(d_k); you multiplied."),
+        (
+            torch.softmax(raw, -1),
+            tr("divide the scores by sqrt(d_k) before the softmax.", "在 softmax 之前要把分数除以 sqrt(d_k)。"),
+        ),
+        (torch.softmax(raw / d_k, -1), tr("divide by sqrt(d_k), not by d_k.", "应除以 sqrt(d_k)，而不是 d_k。")),
+        (
+            torch.softmax(raw * math.sqrt(d_k), -1),
+            tr("divide the scores by sqrt(d_k); you multiplied.", "应把分数除以 sqrt(d_k)；你却乘了它。"),
+        ),
     ]
     for wrong, hint in hints:
         if torch.allclose(w, wrong, atol=1e-5):
-            raise ExerciseMistake(f"the weights are not scaled right: {hint}")
-    expect_close(weights, expected_weights, "weights")
-    expect_close(out, expected_out, "output (weights @ v)")
+            raise ExerciseMistake(tr(f"the weights are not scaled right: {hint}", f"权重的缩放不对：{hint}"))
+    expect_close(weights, expected_weights, tr("weights", "权重"))
+    expect_close(out, expected_out, tr("output (weights @ v)", "输出（weights @ v）"))
 
 
 def _check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]) -> None:
     cases = [
-        ((2, 3), 1.0, "inputs of shape (batch, heads, len, d)"),
-        ((4,), 1.0, "inputs of shape (batch, len, d)"),
-        ((2, 3), 10.0, "inputs whose scores are in the hundreds"),
+        ((2, 3), 1.0, tr("inputs of shape (batch, heads, len, d)", "形状为 (batch, heads, len, d) 的输入")),
+        ((4,), 1.0, tr("inputs of shape (batch, len, d)", "形状为 (batch, len, d) 的输入")),
+        ((2, 3), 10.0, tr("inputs whose scores are in the hundreds", "分数达到数百的输入")),
     ]
     for number, (leading, scale, what) in enumerate(cases):
         try:
             _check_attention_case(fn, leading, scale)
         except (RuntimeError, IndexError) as error:  # a shape error inside the reader's code
+            name = type(error).__name__
             if _works_on_matrices(fn):
                 raise ExerciseMistake(
-                    f"Your code is right for 2-D matrices (len, d) but raised {type(error).__name__} on {what}. "
-                    + _TRANSPOSE_HINT
+                    tr(
+                        f"Your code is right for 2-D matrices (len, d) but raised {name} on {what}. ",
+                        f"你的代码对二维矩阵 (len, d) 是对的，但在{what}上抛出了 {name}。",
+                    )
+                    + _transpose_hint()
                 ) from error
             if "must match the size" in str(error):  # most often a row max or row sum without keepdim
                 raise ExerciseMistake(
-                    f"two shapes do not broadcast on {what} ({error}). A row's max and sum lose the reduced "
-                    "dimension unless you keep it: `scores.amax(dim=-1, keepdim=True)` and "
-                    "`exps.sum(dim=-1, keepdim=True)` have shape (..., len_q, 1), which broadcasts over the keys."
+                    tr(
+                        f"two shapes do not broadcast on {what} ({error}). A row's max and sum lose the reduced "
+                        "dimension unless you keep it: `scores.amax(dim=-1, keepdim=True)` and "
+                        "`exps.sum(dim=-1, keepdim=True)` have shape (..., len_q, 1), which broadcasts over the keys.",
+                        f"在{what}上，有两个形状无法广播（{error}）。每一行的最大值和总和会丢掉被归约的维度，"
+                        "除非你保留它：`scores.amax(dim=-1, keepdim=True)` 和 `exps.sum(dim=-1, keepdim=True)` "
+                        "的形状是 (..., len_q, 1)，能在键上广播。",
+                    )
                 ) from error
             if number == 1:  # the 4-D case passed: the dims were counted from the front
                 raise ExerciseMistake(
-                    f"Your code works on (batch, heads, len, d) but raised {type(error).__name__} on {what}: "
-                    "count the dimensions from the end, `k.transpose(-2, -1)` and `softmax(dim=-1)`, so that any "
-                    "number of leading dimensions works."
+                    tr(
+                        f"Your code works on (batch, heads, len, d) but raised {name} on {what}: "
+                        "count the dimensions from the end, `k.transpose(-2, -1)` and `softmax(dim=-1)`, so that any "
+                        "number of leading dimensions works.",
+                        f"你的代码在 (batch, heads, len, d) 上能运行，但在{what}上抛出了 {name}：要从末尾数维度，"
+                        "用 `k.transpose(-2, -1)` 和 `softmax(dim=-1)`，这样前面有多少个维度都能工作。",
+                    )
                 ) from error
             raise
 
@@ -165,17 +217,23 @@ def _check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor
 def check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]) -> bool:
     """Exercise 4.1: ``fn(q, k, v)`` must return (output, weights) of scaled dot-product attention, also for
     scores in the hundreds."""
-    return report("Exercise 4.1 (attention from scratch)", lambda: _check_attention(fn))
+    return report(ATTENTION_FROM_SCRATCH, lambda: _check_attention(fn))
 
 
 # --------------------------------------------------------------------------------------------- exercise 4.2
 def _entropy_cases() -> list[tuple[str, Tensor]]:
     g = torch.Generator().manual_seed(5)
     return [
-        ("a uniform row of 4 weights", torch.full((4,), 0.25)),
-        ("a one-hot row [0, 1, 0]", torch.tensor([0.0, 1.0, 0.0])),
-        ("a batch of shape (2, 3, 4, 5)", torch.softmax(torch.randn(2, 3, 4, 5, generator=g) * 2, dim=-1)),
-        ("rows with some zero weights", torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.7, 0.0, 0.2, 0.1]])),
+        (tr("a uniform row of 4 weights", "由 4 个相等权重组成的一行"), torch.full((4,), 0.25)),
+        (tr("a one-hot row [0, 1, 0]", "独热的一行（[0, 1, 0]）"), torch.tensor([0.0, 1.0, 0.0])),
+        (
+            tr("a batch of shape (2, 3, 4, 5)", "形状为 (2, 3, 4, 5) 的一批权重"),
+            torch.softmax(torch.randn(2, 3, 4, 5, generator=g) * 2, dim=-1),
+        ),
+        (
+            tr("rows with some zero weights", "含有零权重的行"),
+            torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.7, 0.0, 0.2, 0.1]]),
+        ),
     ]
 
 
@@ -183,21 +241,42 @@ def _check_entropy(fn: Callable[[Tensor], Tensor]) -> None:
     for what, weights in _entropy_cases():
         out = fn(weights.clone())
         expected = reference_attention_entropy(weights)
-        label = f"the entropy of {what}"
-        expect_tensor(out, label, expected.shape, "(one value per row: sum over the last dim only)")
+        label = tr(f"the entropy of {what}", f"{what}的熵")
+        expect_tensor(
+            out,
+            label,
+            expected.shape,
+            tr("(one value per row: sum over the last dim only)", "（每行一个值：只对最后一维求和）"),
+        )
         o = out.detach().double()
         e = expected.double()
-        expect(not torch.isnan(o).any().item(), f"{label} contains NaN: count 0 * ln 0 as 0 (mask the zeros).")
+        expect(
+            not torch.isnan(o).any().item(),
+            tr(
+                f"{label} contains NaN: count 0 * ln 0 as 0 (mask the zeros).",
+                f"{label}含有 NaN：要把 0 * ln 0 记为 0（把为 0 的权重屏蔽掉）。",
+            ),
+        )
         if torch.allclose(o, -e, atol=1e-5) and e.abs().max() > 1e-3:
-            raise ExerciseMistake(f"{label} is negative: entropy is -sum w ln w (mind the minus sign).")
+            raise ExerciseMistake(
+                tr(
+                    f"{label} is negative: entropy is -sum w ln w (mind the minus sign).",
+                    f"{label}是负的：熵是 -sum w ln w（注意负号）。",
+                )
+            )
         if torch.allclose(o, e / math.log(2), atol=1e-5) and e.abs().max() > 1e-3:
-            raise ExerciseMistake(f"{label} is in bits: use the natural log (torch.log), so the unit is nats.")
+            raise ExerciseMistake(
+                tr(
+                    f"{label} is in bits: use the natural log (torch.log), so the unit is nats.",
+                    f"{label}的单位是比特：要用自然对数（torch.log），这样单位才是奈特（nats）。",
+                )
+            )
         expect_close(out, expected, label)
 
 
 def check_attention_entropy(fn: Callable[[Tensor], Tensor]) -> bool:
     """Exercise 4.2: ``fn(weights)`` must return the entropy in nats of each row of ``weights`` (..., len_k)."""
-    return report("Exercise 4.2 (attention entropy)", lambda: _check_entropy(fn))
+    return report(ATTENTION_ENTROPY, lambda: _check_entropy(fn))
 
 
 # --------------------------------------------------------------------------------------------- exercise 4.3
@@ -252,12 +331,26 @@ def reference_query_edit(w_q: Tensor) -> Tensor:
 def _check_query_edit(fn: Callable[[Tensor], Tensor]) -> None:
     _, original, _ = worked_example()
     new = fn(original.clone())
-    expect(new is not None, "Return the edited W_Q (a tensor of shape (6, 3)); your function returned None.")
-    expect_tensor(new, "your W_Q", original.shape, "(6 features, 3 query dimensions)")
+    expect(
+        new is not None,
+        tr(
+            "Return the edited W_Q (a tensor of shape (6, 3)); your function returned None.",
+            "要返回修改后的 W_Q（形状为 (6, 3) 的张量）；你的函数返回了 None。",
+        ),
+    )
+    expect_tensor(
+        new,
+        tr("your W_Q", "你的 W_Q"),
+        original.shape,
+        tr("(6 features, 3 query dimensions)", "（6 个特征，3 个查询维度）"),
+    )
     changed = (new.detach() != original).nonzero().tolist()
     expect(
         len(changed) <= 2,
-        f"You changed {len(changed)} entries of W_Q; two are enough (one per goal). Changed (feature, dim): "
+        tr(
+            f"You changed {len(changed)} entries of W_Q; two are enough (one per goal). Changed (feature, dim): ",
+            f"你改动了 W_Q 的 {len(changed)} 个元素；两个就够了（每个目标一个）。改动的 (feature, dim)：",
+        )
         + ", ".join(f"({EXAMPLE_FEATURES[i]!r}, {EXAMPLE_SPACE[j]!r})" for i, j in changed),
     )
     tok = EXAMPLE_TOKENS.index
@@ -265,25 +358,39 @@ def _check_query_edit(fn: Callable[[Tensor], Tensor]) -> None:
     ate_apple, ate_apple_before = w[tok("ate"), tok("apple")].item(), before[tok("ate"), tok("apple")].item()
     he_ming, he_apple = w[tok("he"), tok("Ming")].item(), w[tok("he"), tok("apple")].item()
     if ate_apple <= 0.5:
-        more = "more than before, but " if ate_apple > ate_apple_before + 1e-6 else ""
+        more = tr("more than before, but ", "比之前多，但") if ate_apple > ate_apple_before + 1e-6 else ""
         raise ExerciseMistake(
-            f"'ate' gives {ate_apple:.2f} of its weight to 'apple', {more}not more than half. 'ate' has only the "
-            "feature 'action', so its query is the row 'action' of W_Q. Against six scores of 0, a scaled score "
-            "a = entry / sqrt(3) gets the weight e^a / (e^a + 6), so a must exceed ln 6 = 1.79."
+            tr(
+                f"'ate' gives {ate_apple:.2f} of its weight to 'apple', {more}not more than half. 'ate' has only the "
+                "feature 'action', so its query is the row 'action' of W_Q. Against six scores of 0, a scaled score "
+                "a = entry / sqrt(3) gets the weight e^a / (e^a + 6), so a must exceed ln 6 = 1.79.",
+                f"'ate' 分给 'apple' 的权重是 {ate_apple:.2f}，{more}没有超过一半。'ate' 只有特征 'action'，"
+                "所以它的查询就是 W_Q 的 'action' 这一行。与另外六个为 0 的分数相比，缩放后的分数 "
+                "a = entry / sqrt(3) 得到的权重是 e^a / (e^a + 6)，所以 a 必须大于 ln 6 = 1.79。",
+            )
         )
     if abs(he_ming - he_apple) >= 0.01:
         raise ExerciseMistake(
-            f"'he' gives {he_ming:.2f} to 'Ming' and {he_apple:.2f} to 'apple'. Equal weights need equal scores: "
-            "the row 'seeks person' (the only feature of 'he') must seek a thing exactly as strongly as a person."
+            tr(
+                f"'he' gives {he_ming:.2f} to 'Ming' and {he_apple:.2f} to 'apple'. Equal weights need equal scores: "
+                "the row 'seeks person' (the only feature of 'he') must seek a thing exactly as strongly as a person.",
+                f"'he' 分给 'Ming' {he_ming:.2f}，分给 'apple' {he_apple:.2f}。权重相等需要分数相等："
+                "'seeks person' 这一行（'he' 唯一的特征）寻找 thing 的强度必须与寻找 person 的完全相同。",
+            )
         )
     if he_ming + he_apple <= 0.5:
         raise ExerciseMistake(
-            f"'he' gives 'Ming' and 'apple' {he_ming:.2f} each, together not more than half: it spreads its weight "
-            "over the other tokens too. Keep it looking for a person and make it look for a thing as strongly."
+            tr(
+                f"'he' gives 'Ming' and 'apple' {he_ming:.2f} each, together not more than half: it spreads its "
+                "weight over the other tokens too. Keep it looking for a person and make it look for a thing as "
+                "strongly.",
+                f"'he' 分给 'Ming' 和 'apple' 各 {he_ming:.2f}，合起来没有超过一半：它把权重也分散到了其他词元上。"
+                "让它继续寻找 person，并以同样的强度寻找 thing。",
+            )
         )
 
 
 def check_query_edit(fn: Callable[[Tensor], Tensor]) -> bool:
     """Exercise 4.3: ``fn(w_q)`` must return W_Q with at most two entries changed so that "ate" gives more than half
     its weight to "apple", "he" splits its weight evenly between "Ming" and "apple" (together more than half)."""
-    return report("Exercise 4.3 (redesign two queries)", lambda: _check_query_edit(fn))
+    return report(QUERY_EDIT, lambda: _check_query_edit(fn))

@@ -21,7 +21,11 @@ from torch import Tensor
 from ..bert import SEP_ID, pair_inputs, segment_ids
 from ..data import PAD_ID
 from ..variants import patchify
-from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+
+SPAN_CORRUPTION = Exercise("11.1", "span corruption", "片段破坏")
+SEGMENT_IDS = Exercise("11.2", "segment ids", "分段 id")
+PATCHIFY = Exercise("11.3", "patchify", "切分图像块")
 
 
 def _same(a: Tensor, b: Tensor) -> bool:
@@ -91,55 +95,75 @@ def _span_mistakes(words: list[str], dropped: list[bool]) -> dict[str, tuple[lis
 
     from_one = ([shift(w) for w in source], [shift(w) for w in target])
     return {
-        "consecutive dropped words form ONE span and share one sentinel; you gave every dropped word its own": (
-            per_word_source,
-            per_word_target,
-        ),
-        "the target ends with one more sentinel after the last span (it marks where that span ends)": (
-            source,
-            target[:-1],
-        ),
-        "number the sentinels in order, <extra_id_0>, <extra_id_1>, ...: each span gets the next number": same_number,
-        "the first sentinel is <extra_id_0>: number the spans from 0, as Python counts": from_one,
-        "each span in the target starts with its sentinel, so the decoder knows which gap it is filling": (
-            source,
-            [w for w in target if not w.startswith("<extra_id_")] + [target[-1]],
-        ),
+        tr(
+            "consecutive dropped words form ONE span and share one sentinel; you gave every dropped word its own",
+            "连续被丢弃的词构成“一个”片段，共用一个哨兵词元；你却给每个被丢弃的词各配了一个",
+        ): (per_word_source, per_word_target),
+        tr(
+            "the target ends with one more sentinel after the last span (it marks where that span ends)",
+            "目标序列在最后一个片段之后还要再跟一个哨兵词元（它标出这个片段在哪里结束）",
+        ): (source, target[:-1]),
+        tr(
+            "number the sentinels in order, <extra_id_0>, <extra_id_1>, ...: each span gets the next number",
+            "哨兵词元要按 <extra_id_0>、<extra_id_1>……的顺序编号，每个片段取下一个编号",
+        ): same_number,
+        tr(
+            "the first sentinel is <extra_id_0>: number the spans from 0, as Python counts",
+            "第一个哨兵词元是 <extra_id_0>，片段要像 Python 计数那样从 0 开始编号",
+        ): from_one,
+        tr(
+            "each span in the target starts with its sentinel, so the decoder knows which gap it is filling",
+            "目标序列中的每个片段都以它的哨兵词元开头，这样解码器才知道自己在填哪个空",
+        ): (source, [w for w in target if not w.startswith("<extra_id_")] + [target[-1]]),
     }
 
 
 def _check_span_corruption(fn: Callable[[list[str], list[bool]], tuple[list[str], list[str]]]) -> None:
     for words, dropped in _span_cases():
         result = fn(list(words), list(dropped))
+        got = type(result).__name__
         expect(
             isinstance(result, tuple) and len(result) == 2 and all(isinstance(r, list) for r in result),
-            f"return a tuple (input words, target words) of two lists, got {type(result).__name__}",
+            tr(
+                f"return a tuple (input words, target words) of two lists, got {got}",
+                f"应返回由两个列表组成的元组 (input words, target words)，得到的是 {got}",
+            ),
         )
         source, target = (list(map(str, r)) for r in result)
         want_source, want_target = reference_span_corruption(words, dropped)
         if source == want_source and target == want_target:
             continue
-        what = "dropping " + (
-            ", ".join(repr(w) for w, d in zip(words, dropped) if d) if any(dropped) else "no word at all"
+        gone = ", ".join(repr(w) for w, d in zip(words, dropped) if d)
+        what = (
+            tr(f"dropping {gone}", f"丢弃 {gone} 时")
+            if any(dropped)
+            else tr("dropping no word at all", "一个词也不丢弃时")
         )
         for hint, (wrong_source, wrong_target) in _span_mistakes(words, dropped).items():
             if source == wrong_source and target == wrong_target:
-                raise ExerciseMistake(f"{what}: {hint}.")
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
         kept = [w for w, d in zip(words, dropped) if not d]
         if [w for w in source if not w.startswith("<extra_id_")] != kept:
             raise ExerciseMistake(
-                f"{what}: the input must keep every word that was not dropped, in order, and lose the dropped ones; "
-                f"got {' '.join(source)}"
+                tr(
+                    f"{what}: the input must keep every word that was not dropped, in order, and lose the dropped "
+                    f"ones; got {' '.join(source)}",
+                    f"{what}：输入必须按原来的顺序保留每个没被丢弃的词，并去掉被丢弃的词；得到的是 {' '.join(source)}",
+                )
             )
         raise ExerciseMistake(
-            f"{what}: expected input {' '.join(want_source)!r} and target {' '.join(want_target)!r}, "
-            f"got {' '.join(source)!r} and {' '.join(target)!r}"
+            tr(
+                f"{what}: expected input {' '.join(want_source)!r} and target {' '.join(want_target)!r}, "
+                f"got {' '.join(source)!r} and {' '.join(target)!r}",
+                f"{what}：输入应为 {' '.join(want_source)!r}，目标应为 {' '.join(want_target)!r}，"
+                f"得到的却是 {' '.join(source)!r} 和 {' '.join(target)!r}",
+            )
         )
 
 
 def check_span_corruption(fn: Callable[[list[str], list[bool]], tuple[list[str], list[str]]]) -> bool:
     """Exercise 11.1: ``fn(words, dropped)`` must return T5's (input, target) for the spans that ``dropped`` marks."""
-    return report("Exercise 11.1 (span corruption)", lambda: _check_span_corruption(fn))
+    return report(SPAN_CORRUPTION, lambda: _check_span_corruption(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 2
@@ -166,43 +190,71 @@ def _segment_mistakes(ids: Tensor) -> dict[str, Tensor]:
     is_sep = (ids == SEP_ID).long()
     inclusive = is_sep.cumsum(dim=1)
     return {
-        "the first [SEP] closes segment A, so it belongs to segment 0; count the [SEP]s strictly BEFORE each "
-        "position (subtract the position's own)": inclusive.clamp(max=1).masked_fill(ids == PAD_ID, 0),
-        "padding must get segment 0, and no position may get a segment above 1: yours gives the padding after B "
-        "segment 2 (it counts two [SEP]s before it). Cap the count at 1 and set the padding to 0": (
-            is_sep.cumsum(dim=1) - is_sep
-        ),
-        "padding must get segment 0 (as pair_inputs gives); yours gives the padding after B segment 1: set the "
-        "positions where ids == pad_id to 0": (is_sep.cumsum(dim=1) - is_sep).clamp(max=1),
+        tr(
+            "the first [SEP] closes segment A, so it belongs to segment 0; count the [SEP]s strictly BEFORE each "
+            "position (subtract the position's own)",
+            "第一个 [SEP] 是段 A 的结尾，所以它属于段 0；要数每个位置“严格之前”的 [SEP]（减去该位置自己的那个）",
+        ): inclusive.clamp(max=1).masked_fill(ids == PAD_ID, 0),
+        tr(
+            "padding must get segment 0, and no position may get a segment above 1: yours gives the padding after B "
+            "segment 2 (it counts two [SEP]s before it). Cap the count at 1 and set the padding to 0",
+            "填充必须属于段 0，而且任何位置的段都不能大于 1；你的答案让 B 之后的填充属于段 2（它前面数到了两个 "
+            "[SEP]）。把计数的上限定为 1，并把填充设为 0",
+        ): is_sep.cumsum(dim=1) - is_sep,
+        tr(
+            "padding must get segment 0 (as pair_inputs gives); yours gives the padding after B segment 1: set the "
+            "positions where ids == pad_id to 0",
+            "填充必须属于段 0（与 pair_inputs 给出的一致）；你的答案让 B 之后的填充属于段 1。要把 ids == pad_id "
+            "的位置设为 0",
+        ): (is_sep.cumsum(dim=1) - is_sep).clamp(max=1),
     }
 
 
 def _check_segments(fn: Callable[[Tensor, int, int], Tensor]) -> None:
     for ids in _segment_cases():
-        what = f"your segment ids for a batch of shape {tuple(ids.shape)}"
+        what = tr(
+            f"your segment ids for a batch of shape {tuple(ids.shape)}",
+            f"你给出的段 id（输入批次的形状为 {tuple(ids.shape)}）",
+        )
         out = fn(ids.clone(), SEP_ID, PAD_ID)
         expected = segment_ids(ids)
-        expect(isinstance(out, Tensor), f"{what} should be a torch.Tensor, got {type(out).__name__}")
+        got = type(out).__name__
         expect(
-            not out.dtype.is_floating_point and out.dtype != torch.bool,
-            f"{what} should hold integers (they index an nn.Embedding), got dtype {out.dtype}",
+            isinstance(out, Tensor),
+            tr(f"{what} should be a torch.Tensor, got {got}", f"{what}应是 torch.Tensor，得到的是 {got}"),
         )
         expect(
-            tuple(out.shape) == tuple(ids.shape), f"{what} has shape {tuple(out.shape)}, expected {tuple(ids.shape)}"
+            not out.dtype.is_floating_point and out.dtype != torch.bool,
+            tr(
+                f"{what} should hold integers (they index an nn.Embedding), got dtype {out.dtype}",
+                f"{what}应是整数（它们用作 nn.Embedding 的索引），得到的 dtype 是 {out.dtype}",
+            ),
+        )
+        expect(
+            tuple(out.shape) == tuple(ids.shape),
+            tr(
+                f"{what} has shape {tuple(out.shape)}, expected {tuple(ids.shape)}",
+                f"{what}的形状是 {tuple(out.shape)}，应为 {tuple(ids.shape)}。",
+            ),
         )
         if _same(out, expected):
             continue
         for hint, wrong in _segment_mistakes(ids).items():
             if _same(out, wrong):
-                raise ExerciseMistake(f"{what}: {hint}.")
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
         wrong_count = (out.long() != expected).sum().item()
-        raise ExerciseMistake(f"{what} differ from the expected ones at {wrong_count} positions")
+        raise ExerciseMistake(
+            tr(
+                f"{what} differ from the expected ones at {wrong_count} positions",
+                f"{what}有 {wrong_count} 个位置与期望值不同",
+            )
+        )
 
 
 def check_segment_ids(fn: Callable[[Tensor, int, int], Tensor]) -> bool:
     """Exercise 11.2: ``fn(ids, sep_id, pad_id)`` must give 0 up to the first [SEP] (included), 1 after, 0 on
     padding."""
-    return report("Exercise 11.2 (segment ids)", lambda: _check_segments(fn))
+    return report(SEGMENT_IDS, lambda: _check_segments(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 3
@@ -219,16 +271,20 @@ def _patch_mistakes(images: Tensor, p: int) -> dict[str, Tensor]:
     batch, height, width = images.shape
     grid = images.reshape(batch, height // p, p, width // p, p)
     return {
-        "a plain reshape cuts the image into runs of consecutive pixels of one row, not into square patches; "
-        "reshape to (batch, H/p, p, W/p, p) and permute the two patch-grid axes next to each other first": (
-            images.reshape(batch, -1, p * p)
-        ),
-        "your patches are numbered column by column; number them row by row (left to right, then the next row)": (
-            grid.permute(0, 3, 1, 2, 4).reshape(batch, -1, p * p)
-        ),
-        "the pixels inside each patch come out column by column; flatten each patch row by row": grid.permute(
-            0, 1, 3, 4, 2
-        ).reshape(batch, -1, p * p),
+        tr(
+            "a plain reshape cuts the image into runs of consecutive pixels of one row, not into square patches; "
+            "reshape to (batch, H/p, p, W/p, p) and permute the two patch-grid axes next to each other first",
+            "直接 reshape 会把图像切成同一行里一段段连续的像素，而不是正方形的图像块；要先 reshape 成 "
+            "(batch, H/p, p, W/p, p)，再用 permute 把图像块网格的两个轴排到一起",
+        ): images.reshape(batch, -1, p * p),
+        tr(
+            "your patches are numbered column by column; number them row by row (left to right, then the next row)",
+            "你的图像块是按列编号的；要按行编号（从左到右，再到下一行）",
+        ): grid.permute(0, 3, 1, 2, 4).reshape(batch, -1, p * p),
+        tr(
+            "the pixels inside each patch come out column by column; flatten each patch row by row",
+            "每个图像块里的像素是按列排出来的；要按行展平每个图像块",
+        ): grid.permute(0, 1, 3, 4, 2).reshape(batch, -1, p * p),
     }
 
 
@@ -236,7 +292,10 @@ def _check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
     g = torch.Generator().manual_seed(3)
     for shape, p in (((2, 8, 8), 2), ((3, 8, 8), 4), ((1, 6, 9), 3)):
         images = torch.randn(*shape, generator=g)
-        what = f"your patches of images {shape} with patch_size={p}"
+        what = tr(
+            f"your patches of images {shape} with patch_size={p}",
+            f"你以 patch_size={p} 从形状为 {shape} 的图像中切出的图像块",
+        )
         out = fn(images.clone(), p)
         expected = patchify(images, p)
         expect_tensor(out, what, expected.shape, "(batch, num_patches, p * p)")
@@ -244,10 +303,10 @@ def _check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
             continue
         for hint, wrong in _patch_mistakes(images, p).items():
             if torch.allclose(out.detach().float(), wrong):
-                raise ExerciseMistake(f"{what}: {hint}.")
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
         expect_close(out, expected, what)
 
 
 def check_patchify(fn: Callable[[Tensor, int], Tensor]) -> bool:
     """Exercise 11.3: ``fn(images, patch_size)`` must cut (batch, H, W) images into flattened patches, row by row."""
-    return report("Exercise 11.3 (patchify)", lambda: _check_patchify(fn))
+    return report(PATCHIFY, lambda: _check_patchify(fn))

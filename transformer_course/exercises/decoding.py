@@ -19,7 +19,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_tensor, report
+from ._core import Exercise, ExerciseMistake, expect, expect_tensor, report, tr
+
+TOP_K = Exercise("10.1", "top-k filtering", "top-k 过滤")
+TOP_P = Exercise("10.2", "top-p / nucleus filtering", "top-p / 核过滤")
+CACHED_ATTENTION = Exercise("10.3", "attention with a KV cache", "带 KV 缓存的注意力")
 
 
 def reference_top_k(logits: Tensor, k: int) -> Tensor:
@@ -73,36 +77,64 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
         except RuntimeError as error:
             if "must match the size of tensor" in str(error):
                 raise ExerciseMistake(
-                    f"{name}={s}: compare each row with its own threshold, a (rows, 1) tensor that broadcasts over the "
-                    f"row: keep the last dimension, values[..., -1:] rather than values[..., -1]. ({error})"
+                    tr(
+                        f"{name}={s}: compare each row with its own threshold, a (rows, 1) tensor that broadcasts over "
+                        f"the row: keep the last dimension, values[..., -1:] rather than values[..., -1]. ({error})",
+                        f"{name}={s}：每一行要和它自己的阈值比较，阈值是一个形状为 (rows, 1)、能在这一行上广播的张量："
+                        f"要保留最后一维，用 values[..., -1:] 而不是 values[..., -1]。（{error}）",
+                    )
                 ) from error
             raise
         expected = reference(logits, s)
-        expect(isinstance(result, Tensor), f"return a torch.Tensor, got {type(result).__name__}")
+        type_name = type(result).__name__
+        expect(
+            isinstance(result, Tensor),
+            tr(f"return a torch.Tensor, got {type_name}", f"应返回 torch.Tensor，得到的是 {type_name}"),
+        )
         expect(
             tuple(result.shape) == tuple(logits.shape),
-            f"{name}={s}: the result has shape {tuple(result.shape)}, expected the logits' shape {tuple(logits.shape)}",
+            tr(
+                f"{name}={s}: the result has shape {tuple(result.shape)}, expected the logits' shape "
+                f"{tuple(logits.shape)}",
+                f"{name}={s}：结果的形状是 {tuple(result.shape)}，应与 logits 的形状 {tuple(logits.shape)} 相同",
+            ),
         )
         got, want = _kept(result), _kept(expected)
         expect(
             not bool(torch.isnan(result).any()),
-            f"{name}={s}: the result has NaN; use float('-inf') for removed tokens",
+            tr(
+                f"{name}={s}: the result has NaN; use float('-inf') for removed tokens",
+                f"{name}={s}：结果中有 NaN；被去掉的词元要用 float('-inf')。",
+            ),
         )
         if bool((got & ~want).any()) or bool((~got & want).any()):
             counts, wanted = got.sum(-1).tolist(), want.sum(-1).tolist()
             removed = ~want & got  # tokens that should be gone but are still finite
             if bool((result[removed] == 0).all()) and torch.equal(result[want], logits[want]):
                 raise ExerciseMistake(
-                    f"{name}={s}: the removed tokens hold 0; set them to float('-inf'), not 0. A logit of 0 is not "
-                    "a probability of 0: softmax gives it exp(0) / sum > 0, so the token could still be drawn."
+                    tr(
+                        f"{name}={s}: the removed tokens hold 0; set them to float('-inf'), not 0. A logit of 0 is not "
+                        "a probability of 0: softmax gives it exp(0) / sum > 0, so the token could still be drawn.",
+                        f"{name}={s}：被去掉的词元的值是 0；要设为 float('-inf')，而不是 0。logit 为 0 并不等于概率为 "
+                        "0：softmax 给它的是 exp(0) / sum > 0，这个词元仍可能被采样到。",
+                    )
                 )
             if bool((result[removed] < -1e3).all()) and torch.equal(result[want], logits[want]):
                 raise ExerciseMistake(
-                    f"{name}={s}: the removed tokens hold a large negative number; use float('-inf'), which "
-                    "softmax turns into exactly 0 whatever the other logits and the temperature are."
+                    tr(
+                        f"{name}={s}: the removed tokens hold a large negative number; use float('-inf'), which "
+                        "softmax turns into exactly 0 whatever the other logits and the temperature are.",
+                        f"{name}={s}：被去掉的词元的值是一个很大的负数；要用 float('-inf')：无论其他 logit "
+                        "和温度是多少，softmax 都会把它变成恰好 0。",
+                    )
                 )
             if name == "k" and all(c == s - 1 for c in counts):
-                raise ExerciseMistake(f"k={s}: you kept {s - 1} tokens per row; keep the k largest (ties aside).")
+                raise ExerciseMistake(
+                    tr(
+                        f"k={s}: you kept {s - 1} tokens per row; keep the k largest (ties aside).",
+                        f"k={s}：你每行保留了 {s - 1} 个词元；要保留最大的 k 个（并列的情况除外）。",
+                    )
+                )
             if name == "p" and counts == wanted:
                 sorted_logits = logits.sort(dim=-1, descending=True).values
                 in_sorted_order = reference(sorted_logits, s)
@@ -110,45 +142,72 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
                     result[_kept(result)], in_sorted_order[_kept(in_sorted_order)]
                 ):
                     raise ExerciseMistake(
-                        f"p={s}: the right tokens, but returned in sorted order; put every logit back at its token's "
-                        "place in the vocabulary (scatter with the indices that sort returned)"
+                        tr(
+                            f"p={s}: the right tokens, but returned in sorted order; put every logit back at its "
+                            "token's place in the vocabulary (scatter with the indices that sort returned)",
+                            f"p={s}：词元选对了，但返回的是排序后的顺序；要把每个 logit 放回它的词元在词表中的位置"
+                            "（用 sort 返回的索引做 scatter）。",
+                        )
                     )
                 raise ExerciseMistake(
-                    f"p={s}: the right number of tokens per row, but not the right ones: the mask you computed on "
-                    "the sorted row must go back to vocabulary order, "
-                    "torch.zeros_like(mask_sorted).scatter(-1, order, mask_sorted) "
-                    "(gather with the sort indices applies the sorting again instead of undoing it)"
+                    tr(
+                        f"p={s}: the right number of tokens per row, but not the right ones: the mask you computed on "
+                        "the sorted row must go back to vocabulary order, "
+                        "torch.zeros_like(mask_sorted).scatter(-1, order, mask_sorted) "
+                        "(gather with the sort indices applies the sorting again instead of undoing it)",
+                        f"p={s}：每行保留的词元个数对了，但保留的不是正确的那些：你在排序后的行上算出的掩码必须回到"
+                        "词表顺序，torch.zeros_like(mask_sorted).scatter(-1, order, mask_sorted)"
+                        "（用排序的索引做 gather 会把排序再做一遍，而不是撤销它）。",
+                    )
                 )
             if not bool(got.any(-1).all()):
                 raise ExerciseMistake(
-                    f"{name}={s}: some rows keep no token at all; "
-                    + ("keep the k largest logits." if name == "k" else "the most likely token always stays.")
+                    tr(f"{name}={s}: some rows keep no token at all; ", f"{name}={s}：有些行一个词元也没保留；")
+                    + (
+                        tr("keep the k largest logits.", "要保留最大的 k 个 logit。")
+                        if name == "k"
+                        else tr("the most likely token always stays.", "最可能的词元总是要保留。")
+                    )
                 )
             if not bool((got & want).any()):
-                raise ExerciseMistake(f"{name}={s}: you kept the least likely tokens; keep the most likely ones.")
+                raise ExerciseMistake(
+                    tr(
+                        f"{name}={s}: you kept the least likely tokens; keep the most likely ones.",
+                        f"{name}={s}：你保留的是最不可能的词元；要保留最可能的那些。",
+                    )
+                )
             raise ExerciseMistake(
-                f"{name}={s}: you kept {counts} tokens per row, expected {wanted}"
+                tr(
+                    f"{name}={s}: you kept {counts} tokens per row, expected {wanted}",
+                    f"{name}={s}：你每行保留的词元个数是 {counts}，应为 {wanted}",
+                )
                 + (
-                    " (keep the token that makes the running total reach p, and always the most likely one)"
+                    tr(
+                        " (keep the token that makes the running total reach p, and always the most likely one)",
+                        "（要保留使累计概率达到 p 的那个词元，而且总要保留最可能的那个）。",
+                    )
                     if name == "p"
                     else ""
                 )
             )
         expect(
             torch.equal(result[got], logits[got]),
-            f"{name}={s}: the kept logits must be unchanged (only the others become -inf)",
+            tr(
+                f"{name}={s}: the kept logits must be unchanged (only the others become -inf)",
+                f"{name}={s}：保留下来的 logit 必须保持不变（只有其余的变成 -inf）。",
+            ),
         )
 
 
 def check_top_k(fn: Callable[[Tensor, int], Tensor]) -> bool:
     """Exercise 10.1: ``fn(logits, k)`` returns the logits with all but the k largest of each row set to -inf."""
-    return report("Exercise 10.1 (top-k filtering)", lambda: _check_filter("k", fn, reference_top_k, (1, 3, 9)))
+    return report(TOP_K, lambda: _check_filter("k", fn, reference_top_k, (1, 3, 9)))
 
 
 def check_top_p(fn: Callable[[Tensor, float], Tensor]) -> bool:
     """Exercise 10.2: ``fn(logits, p)`` returns the logits with every token outside the top-p nucleus set to -inf."""
     return report(
-        "Exercise 10.2 (top-p / nucleus filtering)",
+        TOP_P,
         lambda: _check_filter("p", fn, reference_top_p, (0.3, 0.6, 0.9, 1.0)),
     )
 
@@ -187,9 +246,11 @@ def _cat_dimension(error: Exception) -> int | None:
 
 
 def _wrong_dimension_hint(dim: int) -> str:
-    return (
+    return tr(
         f"the new key and value were concatenated along dimension {dim}; the cache grows along the positions, "
-        "dim=2 of (batch, heads, positions, d_k): torch.cat([cache_k, k], dim=2)"
+        "dim=2 of (batch, heads, positions, d_k): torch.cat([cache_k, k], dim=2)",
+        f"新的键和值是沿第 {dim} 维拼接的；缓存沿位置增长，也就是 (batch, heads, positions, d_k) 的 dim=2："
+        "torch.cat([cache_k, k], dim=2)",
     )
 
 
@@ -205,55 +266,98 @@ def _check_cached_attention(fn: Callable[[Tensor, Tensor, Tensor, Cache], tuple[
         except RuntimeError as error:
             dim = _cat_dimension(error)
             if dim is not None and dim not in (2, -2):
-                raise ExerciseMistake(f"step {t}: {_wrong_dimension_hint(dim)}. ({error})") from error
+                hint = _wrong_dimension_hint(dim)
+                raise ExerciseMistake(tr(f"step {t}: {hint}. ({error})", f"第 {t} 步：{hint}。（{error}）")) from error
             raise
+        type_name = type(result).__name__
         expect(
             isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], tuple) and len(result[1]) == 2,
-            f"return (output, (keys, values)), got {type(result).__name__}",
+            tr(
+                f"return (output, (keys, values)), got {type_name}",
+                f"应返回 (output, (keys, values))，得到的是 {type_name}",
+            ),
         )
         out, (keys, values) = result
         shape = (BATCH, HEADS, t + 1, D_K)
         for name, got in (("keys", keys), ("values", values)):
-            expect(isinstance(got, Tensor), f"step {t}: the returned {name} should be a tensor")
+            name_zh = "键" if name == "keys" else "值"
+            expect(
+                isinstance(got, Tensor),
+                tr(f"step {t}: the returned {name} should be a tensor", f"第 {t} 步：返回的{name_zh}应是张量"),
+            )
             newest = (k if name == "keys" else v)[:, :, t : t + 1]
             if t > 0 and tuple(got.shape) == tuple(newest.shape) and torch.allclose(got, newest):
                 raise ExerciseMistake(
-                    f"step {t}: the returned {name} hold only the newest position; keep the earlier ones too: "
-                    "concatenate the cache and the new one"
+                    tr(
+                        f"step {t}: the returned {name} hold only the newest position; keep the earlier ones too: "
+                        "concatenate the cache and the new one",
+                        f"第 {t} 步：返回的{name_zh}只含最新的位置；之前的也要保留：把缓存和新的{name_zh}拼接起来",
+                    )
                 )
             if tuple(got.shape) == (BATCH, HEADS, t, D_K):
                 raise ExerciseMistake(
-                    f"step {t}: the cache you return still holds {t} position{'s' if t != 1 else ''}; append the new "
-                    f"{name[:-1]} to it (torch.cat along dim=2), so that the next step sees this position too"
+                    tr(
+                        f"step {t}: the cache you return still holds {t} position{'s' if t != 1 else ''}; append the "
+                        f"new {name[:-1]} to it (torch.cat along dim=2), so that the next step sees this position too",
+                        f"第 {t} 步：你返回的缓存仍然只有 {t} 个位置；要把新的{name_zh}追加进去（沿 dim=2 做 "
+                        "torch.cat），这样下一步也能看到这个位置",
+                    )
                 )
-            expect_tensor(got, f"step {t}: the returned {name}", shape, "(batch, heads, positions so far, d_k)")
+            expect_tensor(
+                got,
+                tr(f"step {t}: the returned {name}", f"第 {t} 步：返回的{name_zh}"),
+                shape,
+                tr("(batch, heads, positions so far, d_k)", "(batch, heads, 目前为止的位置数, d_k)"),
+            )
         expect(
             torch.allclose(keys, k[:, :, : t + 1]) and torch.allclose(values, v[:, :, : t + 1]),
-            f"step {t}: the cache must hold the keys and values of positions 0..{t} in order, old ones first",
+            tr(
+                f"step {t}: the cache must hold the keys and values of positions 0..{t} in order, old ones first",
+                f"第 {t} 步：缓存必须按顺序保存位置 0..{t} 的键和值，旧的在前",
+            ),
         )
-        expect_tensor(out, f"step {t}: the output", (BATCH, HEADS, 1, D_K), "(batch, heads, 1, d_k)")
+        expect_tensor(
+            out, tr(f"step {t}: the output", f"第 {t} 步：输出"), (BATCH, HEADS, 1, D_K), "(batch, heads, 1, d_k)"
+        )
         outputs.append(out)
         cache = (keys.detach(), values.detach())
     got = torch.cat(outputs, dim=2)
     if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
         return
     if torch.allclose(got, _causal_attention(q, k, v, scale=False), atol=1e-5, rtol=1e-4):
-        raise ExerciseMistake("the outputs match attention without the 1/sqrt(d_k) scale; divide the scores by it")
+        raise ExerciseMistake(
+            tr(
+                "the outputs match attention without the 1/sqrt(d_k) scale; divide the scores by it",
+                "输出与没有 1/sqrt(d_k) 缩放的注意力一致；要把分数除以 sqrt(d_k)。",
+            )
+        )
     if torch.allclose(got, _excluding_self(q, k, v), atol=1e-5, rtol=1e-4):
         raise ExerciseMistake(
-            "each step attended over the earlier positions only; the newest position attends to itself too: "
-            "append its key and value first, then attend over the whole cache"
+            tr(
+                "each step attended over the earlier positions only; the newest position attends to itself too: "
+                "append its key and value first, then attend over the whole cache",
+                "每一步都只关注了之前的位置；最新的位置也要关注它自己：先追加它的键和值，再在整个缓存上做注意力",
+            )
         )
     weights_over_query = v.cumsum(dim=2)  # softmax over the single query gives weight 1 to every key
     if torch.allclose(got, weights_over_query, atol=1e-5, rtol=1e-4):
-        raise ExerciseMistake("take the softmax over the keys (the last dimension of the scores), not over the query")
+        raise ExerciseMistake(
+            tr(
+                "take the softmax over the keys (the last dimension of the scores), not over the query",
+                "要在键上做 softmax（分数的最后一维），而不是在查询上",
+            )
+        )
     worst = (got - expected).abs().max().item()
     raise ExerciseMistake(
-        f"the outputs differ from uncached causal attention over the whole sequence (largest difference {worst:.3g})"
+        tr(
+            f"the outputs differ from uncached causal attention over the whole sequence (largest difference "
+            f"{worst:.3g})",
+            f"输出与不用缓存、在整个序列上做的因果注意力不同（最大差 {worst:.3g}）。",
+        )
     )
 
 
 def check_cached_attention(fn: Callable[[Tensor, Tensor, Tensor, Cache], tuple[Tensor, Cache]]) -> bool:
     """Exercise 10.3: ``fn(q, k, v, cache)`` is one step of self-attention with a KV cache; step by step its outputs
     must equal causal attention over the whole sequence."""
-    return report("Exercise 10.3 (attention with a KV cache)", lambda: _check_cached_attention(fn))
+    return report(CACHED_ATTENTION, lambda: _check_cached_attention(fn))

@@ -17,7 +17,11 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+
+LONGFORMER_MASK = Exercise("13.1", "Longformer mask", "Longformer 掩码")
+ONLINE_SOFTMAX_MERGE = Exercise("13.2", "online softmax merge", "在线 softmax 的合并")
+LINEAR_ATTENTION_STEP = Exercise("13.3", "linear attention as a recurrence", "把线性注意力写成递推")
 
 State = tuple[Tensor, Tensor, Tensor]
 
@@ -43,45 +47,77 @@ def _mask_mistakes(length: int, window: int, global_positions: Sequence[int]) ->
     right = reference_longformer_mask(length, window, global_positions)
     return [
         (
-            "the window is one too narrow: |i - j| <= window is allowed, including |i - j| = window",
+            tr(
+                "the window is one too narrow: |i - j| <= window is allowed, including |i - j| = window",
+                "窗口窄了一格：|i - j| <= window 都是允许的，包括 |i - j| = window",
+            ),
             (offset.abs() < window) | is_global[:, None] | is_global[None, :],
         ),
         (
-            "global tokens must also be *seen* by every token: set their columns, not only their rows",
+            tr(
+                "global tokens must also be *seen* by every token: set their columns, not only their rows",
+                "全局词元还必须能*被*每个词元看到：要设置它们的列，而不只是它们的行",
+            ),
             (offset.abs() <= window) | is_global[:, None],
         ),
         (
-            "global tokens must also *see* every token: set their rows, not only their columns",
+            tr(
+                "global tokens must also *see* every token: set their rows, not only their columns",
+                "全局词元还必须能*看到*每个词元：要设置它们的行，而不只是它们的列",
+            ),
             (offset.abs() <= window) | is_global[None, :],
         ),
         (
-            "Longformer's window is two-sided (an encoder): token i also sees i + 1 .. i + window",
+            tr(
+                "Longformer's window is two-sided (an encoder): token i also sees i + 1 .. i + window",
+                "Longformer 的窗口是双向的（它是编码器）：词元 i 也能看到 i + 1 .. i + window",
+            ),
             ((offset >= 0) & (offset <= window)) | is_global[:, None] | is_global[None, :],
         ),
-        ("the convention is True = may attend; yours marks the blocked pairs", ~right),
-        ("the global tokens are missing", offset.abs() <= window),
+        (
+            tr(
+                "the convention is True = may attend; yours marks the blocked pairs",
+                "约定是 True = 可以关注；你的掩码标出的却是被屏蔽的位置对",
+            ),
+            ~right,
+        ),
+        (tr("the global tokens are missing", "缺少全局词元"), offset.abs() <= window),
     ]
 
 
 def _check_longformer_mask(fn: Callable[[int, int, Sequence[int]], Tensor]) -> None:
     for length, window, global_positions in _MASK_CASES:
-        what = f"your mask for length={length}, window={window}, global_positions={global_positions}"
+        what = tr(
+            f"your mask for length={length}, window={window}, global_positions={global_positions}",
+            f"你在 length={length}、window={window}、global_positions={global_positions} 时的掩码",
+        )
         out = fn(length, window, list(global_positions))
         expect_tensor(out, what, (length, length))
-        expect(out.dtype == torch.bool, f"{what} has dtype {out.dtype}; masks are torch.bool (True = may attend)")
+        expect(
+            out.dtype == torch.bool,
+            tr(
+                f"{what} has dtype {out.dtype}; masks are torch.bool (True = may attend)",
+                f"{what}的 dtype 是 {out.dtype}；掩码应是 torch.bool（True = 可以关注）。",
+            ),
+        )
         expected = reference_longformer_mask(length, window, global_positions)
         if torch.equal(out, expected):
             continue
         for hint, wrong in _mask_mistakes(length, window, global_positions):
             if torch.equal(out, wrong):
-                raise ExerciseMistake(f"{what}: {hint}.")
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
         bad = (out != expected).nonzero()[0].tolist()
-        raise ExerciseMistake(f"{what} differs at (query, key) = {tuple(bad)}: expected {bool(expected[tuple(bad)])}.")
+        raise ExerciseMistake(
+            tr(
+                f"{what} differs at (query, key) = {tuple(bad)}: expected {bool(expected[tuple(bad)])}.",
+                f"{what}在 (query, key) = {tuple(bad)} 处不对：应为 {bool(expected[tuple(bad)])}。",
+            )
+        )
 
 
 def check_longformer_mask(fn: Callable[[int, int, Sequence[int]], Tensor]) -> bool:
     """Exercise 13.1: ``fn(length, window, global_positions)`` must return Longformer's (length, length) bool mask."""
-    return report("Exercise 13.1 (Longformer mask)", lambda: _check_longformer_mask(fn))
+    return report(LONGFORMER_MASK, lambda: _check_longformer_mask(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 2
@@ -110,21 +146,35 @@ def _merge_mistakes(a: State, b: State) -> list[tuple[str, State]]:
     only_b = (m, a[1] + b[1] * scale_b, a[2] + b[2] * scale_b.unsqueeze(-1))
     return [
         (
-            "you added l and acc without rescaling: multiply each block's l and acc by exp(m_block - m_new) first",
+            tr(
+                "you added l and acc without rescaling: multiply each block's l and acc by exp(m_block - m_new) first",
+                "你没有重新缩放就把 l 和 acc 相加了：要先把每个块的 l 和 acc 乘以 exp(m_block - m_new)",
+            ),
             (m, a[1] + b[1], a[2] + b[2]),
         ),
         (
-            "you rescaled only block a: block b's l and acc also need the factor exp(m_b - m), since where block a "
-            "holds the larger maximum, b's sums were taken relative to a smaller m_b",
+            tr(
+                "you rescaled only block a: block b's l and acc also need the factor exp(m_b - m), since where block "
+                "a holds the larger maximum, b's sums were taken relative to a smaller m_b",
+                "你只重新缩放了块 a：块 b 的 l 和 acc 也要乘以因子 exp(m_b - m)，因为在块 a 的最大值更大的位置，"
+                "b 的和是相对于较小的 m_b 算出来的",
+            ),
             only_a,
         ),
         (
-            "you rescaled only block b: block a's l and acc also need the factor exp(m_a - m), since where block b "
-            "holds the larger maximum, a's sums were taken relative to a smaller m_a",
+            tr(
+                "you rescaled only block b: block a's l and acc also need the factor exp(m_a - m), since where block "
+                "b holds the larger maximum, a's sums were taken relative to a smaller m_a",
+                "你只重新缩放了块 b：块 a 的 l 和 acc 也要乘以因子 exp(m_a - m)，因为在块 b 的最大值更大的位置，"
+                "a 的和是相对于较小的 m_a 算出来的",
+            ),
             only_b,
         ),
         (
-            "the new m must be the larger of the two maxima (torch.maximum), so that no exp() can overflow",
+            tr(
+                "the new m must be the larger of the two maxima (torch.maximum), so that no exp() can overflow",
+                "新的 m 必须取两个最大值中较大的那个（torch.maximum），这样 exp() 才不会溢出",
+            ),
             reference_merge_with(a, b, torch.minimum(a[0], b[0])),
         ),
     ]
@@ -147,11 +197,18 @@ def _check_merge(fn: Callable[[State, State], State]) -> None:
             partial_state(q, k[..., :split, :], v[..., :split, :]),
             partial_state(q, k[..., split:, :], v[..., split:, :]),
         )
-        what = f"your merge for q of shape {shape}, keys split {split} + {10 - split}"
+        what = tr(
+            f"your merge for q of shape {shape}, keys split {split} + {10 - split}",
+            f"你的合并（q 的形状为 {shape}，键拆分为 {split} + {10 - split}）",
+        )
         out = fn(tuple(t.clone() for t in a), tuple(t.clone() for t in b))
+        got = type(out).__name__
         expect(
             isinstance(out, (tuple, list)) and len(out) == 3,
-            f"{what} should return three tensors (m, l, acc), got {type(out).__name__}",
+            tr(
+                f"{what} should return three tensors (m, l, acc), got {got}",
+                f"{what}应返回三个张量 (m, l, acc)，得到的是 {got}",
+            ),
         )
         expected = reference_merge(a, b)
         if all(
@@ -164,15 +221,24 @@ def _check_merge(fn: Callable[[State, State], State]) -> None:
                 isinstance(o, Tensor) and o.shape == w.shape and torch.allclose(o, w, atol=1e-5, rtol=1e-4)
                 for o, w in zip(out, wrong)
             ):
-                raise ExerciseMistake(f"{what}: {hint}.")
-        expect_close(out[0], expected[0], f"{what}: m (the running maximum)")
-        expect_close(out[1], expected[1], f"{what}: l (the sum of exp(score - m))")
-        expect_close(out[2], expected[2], f"{what}: acc (the sum of exp(score - m) v; do not divide by l yet)")
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
+        expect_close(out[0], expected[0], tr(f"{what}: m (the running maximum)", f"{what}：m（目前的最大值）"))
+        expect_close(
+            out[1], expected[1], tr(f"{what}: l (the sum of exp(score - m))", f"{what}：l（exp(score - m) 之和）")
+        )
+        expect_close(
+            out[2],
+            expected[2],
+            tr(
+                f"{what}: acc (the sum of exp(score - m) v; do not divide by l yet)",
+                f"{what}：acc（exp(score - m) v 之和；先不要除以 l）",
+            ),
+        )
 
 
 def check_online_softmax_merge(fn: Callable[[State, State], State]) -> bool:
     """Exercise 13.2: ``fn((m_a, l_a, acc_a), (m_b, l_b, acc_b))`` must return the merged (m, l, acc)."""
-    return report("Exercise 13.2 (online softmax merge)", lambda: _check_merge(fn))
+    return report(ONLINE_SOFTMAX_MERGE, lambda: _check_merge(fn))
 
 
 # ----------------------------------------------------------------------------------------------- exercise 3
@@ -200,21 +266,34 @@ def causal_kernel_attention(phi_q: Tensor, phi_k: Tensor, v: Tensor) -> Tensor:
     return (kernel @ v) / kernel.sum(dim=-1, keepdim=True)
 
 
-_READ_BEFORE_UPDATE = (
-    "the output of token i leaves out token i itself: add phi_k v^T to s and phi_k to z first, then read the "
-    "output from the updated state (a query attends to its own key; at token 0 the old state is all zeros)"
-)
+def _read_before_update() -> str:
+    return tr(
+        "the output of token i leaves out token i itself: add phi_k v^T to s and phi_k to z first, then read the "
+        "output from the updated state (a query attends to its own key; at token 0 the old state is all zeros)",
+        "词元 i 的输出漏掉了词元 i 自己：要先把 phi_k v^T 加到 s 上、把 phi_k 加到 z 上，再从更新后的状态读出输出"
+        "（查询也关注它自己的键；在词元 0 处，旧的状态全是 0）",
+    )
 
 
 def _step_mistakes(phi_q: Tensor, phi_k: Tensor, v: Tensor) -> list[tuple[str, Tensor]]:
     kernel = (phi_q @ phi_k.T).tril()  # (n, n)
     return [
         (
-            "each output equals its own value v_i, so the state never carried over: return the updated s and z, "
-            "and start each step from the state the previous step returned",
+            tr(
+                "each output equals its own value v_i, so the state never carried over: return the updated s and z, "
+                "and start each step from the state the previous step returned",
+                "每个输出都等于它自己的值 v_i，说明状态没有传到下一步：要返回更新后的 s 和 z，"
+                "并让每一步从上一步返回的状态开始",
+            ),
             v.clone(),
         ),
-        ("the output is not normalised: divide phi_q^T s by phi_q . z (the sum of the kernel weights)", kernel @ v),
+        (
+            tr(
+                "the output is not normalised: divide phi_q^T s by phi_q . z (the sum of the kernel weights)",
+                "输出没有归一化：要把 phi_q^T s 除以 phi_q . z（核权重之和）",
+            ),
+            kernel @ v,
+        ),
     ]
 
 
@@ -227,35 +306,56 @@ def _check_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) ->
         phi_q = torch.rand(n, m, generator=generator) + 0.1  # positive features, as Performer's
         phi_k = torch.rand(n, m, generator=generator) + 0.1
         v = torch.randn(n, d, generator=generator)
-        what = f"your steps over {n} token{'s' if n > 1 else ''} ({m} features, values of size {d})"
+        what = tr(
+            f"your steps over {n} token{'s' if n > 1 else ''} ({m} features, values of size {d})",
+            f"你在 {n} 个词元上的逐步计算（{m} 个特征，值的大小为 {d}）",
+        )
         s, z = torch.zeros(m, d), torch.zeros(m)
         outputs = []
         for i in range(n):
             result = fn(s.clone(), z.clone(), phi_q[i].clone(), phi_k[i].clone(), v[i].clone())
+            got = type(result).__name__
             expect(
                 isinstance(result, (tuple, list)) and len(result) == 3,
-                f"{what}: each step should return three tensors (s, z, out), got {type(result).__name__}",
+                tr(
+                    f"{what}: each step should return three tensors (s, z, out), got {got}",
+                    f"{what}：每一步应返回三个张量 (s, z, out)，得到的是 {got}",
+                ),
             )
             s, z, out = result
-            expect_tensor(s, f"{what}: the state s after token {i}", (m, d), "(m, d): one row per feature")
-            expect_tensor(z, f"{what}: the state z after token {i}", (m,), "(m,): the running sum of phi_k")
-            expect_tensor(out, f"{what}: the output of token {i}", (d,), "(d,)")
+            expect_tensor(
+                s,
+                tr(f"{what}: the state s after token {i}", f"{what}：词元 {i} 之后的状态 s"),
+                (m, d),
+                tr("(m, d): one row per feature", "(m, d)：每个特征一行"),
+            )
+            expect_tensor(
+                z,
+                tr(f"{what}: the state z after token {i}", f"{what}：词元 {i} 之后的状态 z"),
+                (m,),
+                tr("(m,): the running sum of phi_k", "(m,)：phi_k 的累加和"),
+            )
+            expect_tensor(out, tr(f"{what}: the output of token {i}", f"{what}：词元 {i} 的输出"), (d,), "(d,)")
             outputs.append(out.detach())
         got = torch.stack(outputs)
         expected = causal_kernel_attention(phi_q, phi_k, v)
         if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
             continue
         if not torch.isfinite(got[0]).all():
-            raise ExerciseMistake(f"{what}: token 0's output is not finite; {_READ_BEFORE_UPDATE}.")
+            hint = _read_before_update()
+            raise ExerciseMistake(
+                tr(f"{what}: token 0's output is not finite; {hint}.", f"{what}：词元 0 的输出不是有限值；{hint}。")
+            )
         strict = (phi_q @ phi_k.T).tril(-1)  # (n, n): keys before the query only
         if n > 1 and torch.allclose(got[1:], (strict @ v)[1:] / strict.sum(-1, keepdim=True)[1:], atol=1e-5, rtol=1e-4):
-            raise ExerciseMistake(f"{what}: {_READ_BEFORE_UPDATE}.")
+            hint = _read_before_update()
+            raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
         for hint, wrong in _step_mistakes(phi_q, phi_k, v):
             if torch.allclose(got, wrong, atol=1e-5, rtol=1e-4):
-                raise ExerciseMistake(f"{what}: {hint}.")
-        expect_close(got, expected, f"{what}: the outputs, stacked")
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
+        expect_close(got, expected, tr(f"{what}: the outputs, stacked", f"{what}：堆叠起来的输出"))
 
 
 def check_linear_attention_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) -> bool:
     """Exercise 13.3: ``fn(s, z, phi_q, phi_k, v)`` must return the new state (s, z) and the new token's output."""
-    return report("Exercise 13.3 (linear attention as a recurrence)", lambda: _check_step(fn))
+    return report(LINEAR_ATTENTION_STEP, lambda: _check_step(fn))

@@ -17,7 +17,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+
+COSINE_MATRIX = Exercise("2.1", "cosine similarity matrix", "余弦相似度矩阵")
+SGNS_CENTER_GRADIENT = Exercise("2.2", "the gradient for the centre word", "中心词的梯度")
+NEAREST_WORDS = Exercise("2.3", "nearest neighbours", "最近邻")
 
 
 def reference_cosine_matrix(vectors: Tensor) -> Tensor:
@@ -63,23 +67,41 @@ def _check_cosine_matrix(fn: Callable[[Tensor], Tensor]) -> None:
     vectors = torch.randn(6, 4, generator=g, dtype=torch.float64) * torch.tensor([[0.5], [1], [2], [4], [8], [3]])
     out = fn(vectors.clone())
     expected = reference_cosine_matrix(vectors)
-    expect_tensor(out, "the result", (6, 6), "= (n, n): one similarity for every pair of rows")
+    expect_tensor(
+        out,
+        tr("the result", "结果"),
+        (6, 6),
+        tr("= (n, n): one similarity for every pair of rows", "= (n, n)：每一对行一个相似度"),
+    )
     o = out.detach().double()
     if torch.allclose(o, vectors @ vectors.T, atol=1e-6):
-        raise ExerciseMistake("these are dot products: divide each row by its length first (cosine ignores length).")
+        raise ExerciseMistake(
+            tr(
+                "these are dot products: divide each row by its length first (cosine ignores length).",
+                "这些是点积：要先把每一行除以它的长度（余弦不看长度）。",
+            )
+        )
     by_column = vectors / vectors.norm(dim=0, keepdim=True)
     if torch.allclose(o, by_column @ by_column.T, atol=1e-6):
-        raise ExerciseMistake("you normalised the columns: each row (one word) must have length 1, norm over dim=1.")
+        raise ExerciseMistake(
+            tr(
+                "you normalised the columns: each row (one word) must have length 1, norm over dim=1.",
+                "你归一化的是列：每一行（一个词）的长度必须为 1，要在 dim=1 上求范数。",
+            )
+        )
     expect(
         torch.allclose(o.diagonal(), torch.ones(6, dtype=o.dtype), atol=1e-5),
-        "every vector has cosine 1 with itself: the diagonal should be all ones.",
+        tr(
+            "every vector has cosine 1 with itself: the diagonal should be all ones.",
+            "每个向量与它自己的余弦都是 1：对角线应该全是 1。",
+        ),
     )
-    expect_close(out, expected, "the cosine matrix")
+    expect_close(out, expected, tr("the cosine matrix", "余弦矩阵"))
 
 
 def check_cosine_matrix(fn: Callable[[Tensor], Tensor]) -> bool:
     """Exercise 2.1: ``fn(vectors)`` (n, dim) must return the (n, n) matrix of cosine similarities."""
-    return report("Exercise 2.1 (cosine similarity matrix)", lambda: _check_cosine_matrix(fn))
+    return report(COSINE_MATRIX, lambda: _check_cosine_matrix(fn))
 
 
 # --------------------------------------------------------------------------------------------- exercise 2.2
@@ -89,7 +111,12 @@ def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) 
     u_o = torch.randn(5, 6, generator=g, dtype=torch.float64)
     u_n = torch.randn(5, 3, 6, generator=g, dtype=torch.float64)
     out = fn(v.clone(), u_o.clone(), u_n.clone())
-    expect_tensor(out, "the gradient", (5, 6), "= (batch, dim): one gradient for each pair's v_c")
+    expect_tensor(
+        out,
+        tr("the gradient", "梯度"),
+        (5, 6),
+        tr("= (batch, dim): one gradient for each pair's v_c", "= (batch, dim)：每个词对的 v_c 一个梯度"),
+    )
     o = out.detach().double()
     v_leaf = v.clone().requires_grad_(True)
     _pair_losses(v_leaf, u_o, u_n).sum().backward()  # pairs are independent: row b gets only l_b's gradient
@@ -100,44 +127,79 @@ def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) 
     hints = [
         (
             (1 - torch.sigmoid(pos)) * u_o + away,
-            "the true context word's term has the wrong sign: d/ds [-log sigmoid(s)] = sigmoid(s) - 1, which is "
-            "negative, so a step against the gradient moves v_c towards u_o.",
+            tr(
+                "the true context word's term has the wrong sign: d/ds [-log sigmoid(s)] = sigmoid(s) - 1, which is "
+                "negative, so a step against the gradient moves v_c towards u_o.",
+                "真实上下文词那一项的符号反了：d/ds [-log sigmoid(s)] = sigmoid(s) - 1，它是负的，"
+                "所以沿梯度的反方向走一步会让 v_c 靠近 u_o。",
+            ),
         ),
         (
             towards + ((torch.sigmoid(neg) - 1) * u_n).sum(1),  # equal to towards - sum sigmoid(-s_n) u_n
-            "the noise words' term: d/ds [-log sigmoid(-s)] = +sigmoid(s), not sigmoid(s) - 1 = -sigmoid(-s) "
-            "(their loss has the minus sign inside the sigmoid).",
+            tr(
+                "the noise words' term: d/ds [-log sigmoid(-s)] = +sigmoid(s), not sigmoid(s) - 1 = -sigmoid(-s) "
+                "(their loss has the minus sign inside the sigmoid).",
+                "噪声词那一项：d/ds [-log sigmoid(-s)] = +sigmoid(s)，而不是 sigmoid(s) - 1 = -sigmoid(-s)"
+                "（噪声词的损失在 sigmoid 里面带负号）。",
+            ),
         ),
         (
             towards + ((1 - torch.sigmoid(neg)) * u_n).sum(1),  # equal to towards + sum sigmoid(-s_n) u_n
-            "the noise words' term: d/ds [-log sigmoid(-s)] = 1 - sigmoid(-s) = sigmoid(s); 1 - sigmoid(s) drops "
-            "the minus that differentiating -s (the inner function) brings.",
+            tr(
+                "the noise words' term: d/ds [-log sigmoid(-s)] = 1 - sigmoid(-s) = sigmoid(s); 1 - sigmoid(s) drops "
+                "the minus that differentiating -s (the inner function) brings.",
+                "噪声词那一项：d/ds [-log sigmoid(-s)] = 1 - sigmoid(-s) = sigmoid(s)；1 - sigmoid(s) "
+                "漏掉了对 -s（内层函数）求导带来的负号。",
+            ),
         ),
-        (towards, "add the noise words' terms, sigmoid(u_n . v_c) u_n, one for each of the k noise words."),
+        (
+            towards,
+            tr(
+                "add the noise words' terms, sigmoid(u_n . v_c) u_n, one for each of the k noise words.",
+                "要加上噪声词的项 sigmoid(u_n . v_c) u_n，k 个噪声词每个一项。",
+            ),
+        ),
         (
             towards - away,
-            "the noise words' terms are added, not subtracted: their loss -log sigmoid(-s) grows with s = u_n . v_c, "
-            "so its gradient +sigmoid(s) u_n points towards u_n (a step against it moves v_c away from the noise).",
+            tr(
+                "the noise words' terms are added, not subtracted: their loss -log sigmoid(-s) grows with "
+                "s = u_n . v_c, so its gradient +sigmoid(s) u_n points towards u_n (a step against it moves v_c away "
+                "from the noise).",
+                "噪声词的项是加上去的，不是减掉的：它们的损失 -log sigmoid(-s) 随 s = u_n . v_c 增大而增大，"
+                "所以它的梯度 +sigmoid(s) u_n 指向 u_n（沿它的反方向走一步会让 v_c 远离噪声词）。",
+            ),
         ),
         (
             towards + (torch.sigmoid(neg) * u_n).mean(1),
-            "sum the noise words' terms over the k noise words, do not average.",
+            tr(
+                "sum the noise words' terms over the k noise words, do not average.",
+                "要对 k 个噪声词的项求和，而不是求平均。",
+            ),
         ),
         (
             expected / 5,
-            "return each pair's own gradient, not the gradient of the batch mean: do not divide by the batch size.",
+            tr(
+                "return each pair's own gradient, not the gradient of the batch mean: do not divide by the batch size.",
+                "要返回每个词对自己的梯度，而不是批次平均损失的梯度：不要除以批次大小。",
+            ),
         ),
-        (-expected, "the sign is flipped everywhere: that is the direction a step moves v_c, not the gradient."),
+        (
+            -expected,
+            tr(
+                "the sign is flipped everywhere: that is the direction a step moves v_c, not the gradient.",
+                "所有符号都反了：这是一步更新移动 v_c 的方向，而不是梯度。",
+            ),
+        ),
     ]
     for wrong, hint in hints:
         if torch.allclose(o, wrong, atol=1e-8):
             raise ExerciseMistake(hint)
-    expect_close(out, expected, "the gradient", atol=1e-8, rtol=1e-6)
+    expect_close(out, expected, tr("the gradient", "梯度"), atol=1e-8, rtol=1e-6)
 
 
 def check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> bool:
     """Exercise 2.2: ``fn(v_center, u_context, u_negatives)`` must return each pair's loss gradient for v_c."""
-    return report("Exercise 2.2 (the gradient for the centre word)", lambda: _check_sgns_center_gradient(fn))
+    return report(SGNS_CENTER_GRADIENT, lambda: _check_sgns_center_gradient(fn))
 
 
 # --------------------------------------------------------------------------------------------- exercise 2.3
@@ -163,24 +225,59 @@ def _check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[st
     for query, k in (("cat", 3), ("truck", 2), ("dog", 4)):
         got = fn(vectors.clone(), list(words), query, k)
         want = reference_nearest_words(vectors, words, query, k)
-        expect(isinstance(got, (list, tuple)), f"return a list of words, got {type(got).__name__}")
+        type_name = type(got).__name__
+        expect(
+            isinstance(got, (list, tuple)),
+            tr(f"return a list of words, got {type_name}", f"应返回由词组成的列表，得到的是 {type_name}"),
+        )
         got = list(got)
-        expect(all(isinstance(w, str) for w in got), "return the words themselves (strings), not their indices")
+        expect(
+            all(isinstance(w, str) for w in got),
+            tr(
+                "return the words themselves (strings), not their indices", "要返回词本身（字符串），而不是它们的索引。"
+            ),
+        )
         if query in got:
-            raise ExerciseMistake(f"{query!r} is in its own neighbour list: leave the query word out.")
-        expect(len(got) == k, f"asked for k={k} neighbours of {query!r}, got {len(got)}")
+            raise ExerciseMistake(
+                tr(
+                    f"{query!r} is in its own neighbour list: leave the query word out.",
+                    f"{query!r} 出现在了它自己的近邻列表里：要把查询词本身排除在外。",
+                )
+            )
+        expect(
+            len(got) == k,
+            tr(
+                f"asked for k={k} neighbours of {query!r}, got {len(got)}",
+                f"要的是 {query!r} 的 k={k} 个近邻，得到的是 {len(got)} 个",
+            ),
+        )
         if got == want:
             continue
         i = words.index(query)
         dots = vectors @ vectors[i]
         dots[i] = -float("inf")
         if got == [words[j] for j in dots.topk(k).indices.tolist()]:
-            raise ExerciseMistake("rank by cosine similarity, not by dot product: long vectors win dot products.")
+            raise ExerciseMistake(
+                tr(
+                    "rank by cosine similarity, not by dot product: long vectors win dot products.",
+                    "要按余弦相似度排序，而不是按点积：在点积上，长向量总是占优势。",
+                )
+            )
         if sorted(got) == sorted(want):
-            raise ExerciseMistake(f"right words for {query!r}, wrong order: most similar first.")
-        raise ExerciseMistake(f"the {k} nearest words to {query!r} should be {want}, got {got}")
+            raise ExerciseMistake(
+                tr(
+                    f"right words for {query!r}, wrong order: most similar first.",
+                    f"{query!r} 的近邻词对了，但顺序不对：最相似的要排在最前面。",
+                )
+            )
+        raise ExerciseMistake(
+            tr(
+                f"the {k} nearest words to {query!r} should be {want}, got {got}",
+                f"离 {query!r} 最近的 {k} 个词应为 {want}，得到的是 {got}",
+            )
+        )
 
 
 def check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[str]]) -> bool:
     """Exercise 2.3: ``fn(vectors, words, query, k)`` must return the k nearest words by cosine, query excluded."""
-    return report("Exercise 2.3 (nearest neighbours)", lambda: _check_nearest_words(fn))
+    return report(NEAREST_WORDS, lambda: _check_nearest_words(fn))

@@ -16,7 +16,11 @@ from torch import Tensor
 
 from ..model import Transformer, TransformerConfig
 from ..utils import count_parameters
-from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+
+SHIFT_RIGHT = Exercise("8.1", "shift the target right", "把目标序列右移")
+CROSS_ATTENTION = Exercise("8.2", "cross-attention, one head", "单头交叉注意力")
+PARAMETER_FORMULA = Exercise("8.3", "parameters by formula", "用公式算参数量")
 
 # ---- reference solutions -------------------------------------------------------------------------------
 
@@ -67,19 +71,56 @@ def check_shift_right(shift_right: Callable[..., Tensor]) -> bool:
         before = tgt_out.clone()
         expected = shift_right_reference(tgt_out, bos, pad, eos)
         out = shift_right(tgt_out, bos, pad, eos)
-        expect(torch.equal(tgt_out, before), "shift_right must not change tgt_out in place (it is also the label)")
-        expect_tensor(
-            out, "the decoder input", tgt_out.shape, "(the target's shape): put <bos> in front and drop the last column"
+        expect(
+            torch.equal(tgt_out, before),
+            tr(
+                "shift_right must not change tgt_out in place (it is also the label)",
+                "shift_right 不能原地修改 tgt_out（它同时也是标签）。",
+            ),
         )
-        expect(not out.dtype.is_floating_point, f"token ids must stay integers, got dtype {out.dtype}")
-        expect(bool((out[:, 0] == bos).all()), "every row of the decoder input starts with <bos>")
+        expect_tensor(
+            out,
+            tr("the decoder input", "解码器输入"),
+            tgt_out.shape,
+            tr(
+                "(the target's shape): put <bos> in front and drop the last column",
+                "（与目标序列的形状相同）：在前面放上 <bos>，并去掉最后一列",
+            ),
+        )
+        expect(
+            not out.dtype.is_floating_point,
+            tr(
+                f"token ids must stay integers, got dtype {out.dtype}",
+                f"词元 id 必须保持为整数，得到的 dtype 是 {out.dtype}",
+            ),
+        )
+        expect(
+            bool((out[:, 0] == bos).all()),
+            tr("every row of the decoder input starts with <bos>", "解码器输入的每一行都要以 <bos> 开头"),
+        )
         if torch.equal(out[:, 1:], tgt_out[:, :-1]):
-            raise ExerciseMistake("<eos> is what the decoder must predict last, never an input: make it <pad>")
+            raise ExerciseMistake(
+                tr(
+                    "<eos> is what the decoder must predict last, never an input: make it <pad>",
+                    "<eos> 是解码器最后要预测的词元，绝不会是输入：要把它换成 <pad>",
+                )
+            )
         if torch.equal(out[:, 1:-1], tgt_out[:, 2:]):
-            raise ExerciseMistake("that shifts the wrong way: position t of the input holds label t - 1")
-        expect(torch.equal(out, expected), f"expected {expected.tolist()}, got {out.tolist()}")
+            raise ExerciseMistake(
+                tr(
+                    "that shifts the wrong way: position t of the input holds label t - 1",
+                    "方向移反了：输入的位置 t 放的应是标签 t - 1",
+                )
+            )
+        expect(
+            torch.equal(out, expected),
+            tr(
+                f"expected {expected.tolist()}, got {out.tolist()}",
+                f"应为 {expected.tolist()}，得到的是 {out.tolist()}",
+            ),
+        )
 
-    return report("Exercise 8.1 (shift the target right)", check)
+    return report(SHIFT_RIGHT, check)
 
 
 def _works_with_a_query_axis(cross_attention: Callable[..., Tensor], y, memory, w_q, w_k, w_v, src_mask) -> bool:
@@ -107,39 +148,63 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
         except RuntimeError as error:  # a mask without its query axis, or queries from memory
             if _works_with_a_query_axis(cross_attention, y, memory, w_q, w_k, w_v, src_mask):
                 raise ExerciseMistake(
-                    f"your code raised RuntimeError ({str(error).splitlines()[0]}); src_mask is (batch, len_s) and "
-                    "the scores are (batch, len_t, len_s): give the mask a query axis, src_mask[:, None, :], so it "
-                    "broadcasts over the len_t rows"
+                    tr(
+                        f"your code raised RuntimeError ({str(error).splitlines()[0]}); src_mask is (batch, len_s) "
+                        "and the scores are (batch, len_t, len_s): give the mask a query axis, src_mask[:, None, :], "
+                        "so it broadcasts over the len_t rows",
+                        f"你的代码抛出了 RuntimeError（{str(error).splitlines()[0]}）；src_mask 的形状是 "
+                        "(batch, len_s)，而分数是 (batch, len_t, len_s)：要给掩码加上查询轴 src_mask[:, None, :]，"
+                        "让它在 len_t 行上广播",
+                    )
                 ) from None
             raise ExerciseMistake(
-                f"your code raised RuntimeError ({str(error).splitlines()[0]}); check which input feeds which "
-                "projection: the queries come from y (the decoder), the keys and values from memory (the encoder "
-                "output), so the scores are (batch, len_t, len_s) and src_mask masks their last axis"
+                tr(
+                    f"your code raised RuntimeError ({str(error).splitlines()[0]}); check which input feeds which "
+                    "projection: the queries come from y (the decoder), the keys and values from memory (the encoder "
+                    "output), so the scores are (batch, len_t, len_s) and src_mask masks their last axis",
+                    f"你的代码抛出了 RuntimeError（{str(error).splitlines()[0]}）；检查一下哪个输入进了哪个投影："
+                    "查询来自 y（解码器），键和值来自 memory（编码器的输出），所以分数是 (batch, len_t, len_s)，"
+                    "src_mask 遮住的是它的最后一轴",
+                )
             ) from None
         expected = cross_attention_reference(y, memory, w_q, w_k, w_v, src_mask)
         if isinstance(out, Tensor) and tuple(out.shape) == (2, 5, 4):
             raise ExerciseMistake(
-                "the output has one row per source position: the queries must come from the decoder (y), "
-                "the keys and values from the encoder output (memory)"
+                tr(
+                    "the output has one row per source position: the queries must come from the decoder (y), "
+                    "the keys and values from the encoder output (memory)",
+                    "输出的每一行对应源序列的一个位置：查询必须来自解码器（y），键和值来自编码器的输出（memory）。",
+                )
             )
         if isinstance(out, Tensor) and out.shape == expected.shape and not torch.allclose(out, expected, atol=1e-5):
             q, k, v = y @ w_q, memory @ w_k, memory @ w_v
             unscaled = F.softmax((q @ k.transpose(-2, -1)).masked_fill(~src_mask[:, None], float("-inf")), -1) @ v
             if torch.allclose(out, unscaled, atol=1e-5):
-                raise ExerciseMistake("divide the scores by sqrt(d_k) before the softmax")
+                raise ExerciseMistake(
+                    tr("divide the scores by sqrt(d_k) before the softmax", "在 softmax 之前要把分数除以 sqrt(d_k)。")
+                )
             unmasked = F.softmax(q @ k.transpose(-2, -1) / 2.0, -1) @ v
             if torch.allclose(out, unmasked, atol=1e-5):
-                raise ExerciseMistake("padded source positions must get zero weight: apply src_mask to the keys")
+                raise ExerciseMistake(
+                    tr(
+                        "padded source positions must get zero weight: apply src_mask to the keys",
+                        "源序列中的填充位置必须得到零权重：要把 src_mask 用在键上",
+                    )
+                )
             inverted = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             inverted = F.softmax(inverted.masked_fill(src_mask[:, None], float("-inf")), -1) @ v
             if torch.allclose(out, inverted, atol=1e-5, equal_nan=True) or bool(out[0].isnan().any()):
                 raise ExerciseMistake(
-                    "the mask is inverted: src_mask is True at real tokens, so fill the scores with -inf where it "
-                    "is False (~src_mask); the first sequence has no padding, and masking all of it gives nan"
+                    tr(
+                        "the mask is inverted: src_mask is True at real tokens, so fill the scores with -inf where it "
+                        "is False (~src_mask); the first sequence has no padding, and masking all of it gives nan",
+                        "掩码反了：src_mask 在真实词元处为 True，所以要在它为 False 的地方（~src_mask）把分数填成 "
+                        "-inf；第一个序列没有填充，把它全部遮掉就会得到 nan",
+                    )
                 )
         expect_close(out, expected, "cross_attention(...)", atol=1e-4)
 
-    return report("Exercise 8.2 (cross-attention, one head)", check)
+    return report(CROSS_ATTENTION, check)
 
 
 _FORMULA_CASES = (
@@ -162,7 +227,11 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
             )  # fmt: skip
             expected = count_parameters(Transformer(config))
             got = formula(*case.values())
-            expect(isinstance(got, int), f"the formula should return an int, got {type(got).__name__}")
+            type_name = type(got).__name__
+            expect(
+                isinstance(got, int),
+                tr(f"the formula should return an int, got {type_name}", f"公式应返回 int，得到的是 {type_name}"),
+            )
             diff = expected - got
             if diff == 0:
                 continue
@@ -173,15 +242,40 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                 case["num_decoder_layers"],
             )
             hints = {
-                n_dec * (4 * d * d + 4 * d): "each decoder layer has a second attention block (cross-attention)",
-                2 * d * (2 * n_enc + 3 * n_dec): "each LayerNorm has 2 d_model parameters (gain and bias)",
-                -v * d: "with tied weights the output matrix IS the embedding table: count it once",
-                v * d: "the shared embedding table (vocab_size x d_model) is missing",
-                v: "the output layer still has its own bias, one per vocabulary entry",
-                -2 * v * d: "one shared table serves source, target and output: count it once",
+                n_dec * (4 * d * d + 4 * d): tr(
+                    "each decoder layer has a second attention block (cross-attention)",
+                    "每个解码器层还有第二个注意力块（交叉注意力）",
+                ),
+                2 * d * (2 * n_enc + 3 * n_dec): tr(
+                    "each LayerNorm has 2 d_model parameters (gain and bias)",
+                    "每个 LayerNorm 有 2 d_model 个参数（增益和偏置）",
+                ),
+                -v * d: tr(
+                    "with tied weights the output matrix IS the embedding table: count it once",
+                    "权重绑定时，输出矩阵“就是”嵌入表：只算一次",
+                ),
+                v * d: tr(
+                    "the shared embedding table (vocab_size x d_model) is missing",
+                    "漏掉了共享的嵌入表（vocab_size x d_model）",
+                ),
+                v: tr(
+                    "the output layer still has its own bias, one per vocabulary entry",
+                    "输出层仍有自己的偏置，词表中每个词一个",
+                ),
+                -2 * v * d: tr(
+                    "one shared table serves source, target and output: count it once",
+                    "源序列、目标序列和输出共用同一张表：只算一次",
+                ),
             }
             if diff in hints:
-                raise ExerciseMistake(f"{case}: off by {diff:,}; {hints[diff]}")
-            raise ExerciseMistake(f"{case}: expected {expected:,} parameters, the formula gives {got:,}")
+                raise ExerciseMistake(
+                    tr(f"{case}: off by {diff:,}; {hints[diff]}", f"{case}：差了 {diff:,}；{hints[diff]}。")
+                )
+            raise ExerciseMistake(
+                tr(
+                    f"{case}: expected {expected:,} parameters, the formula gives {got:,}",
+                    f"{case}：应为 {expected:,} 个参数，公式给出的是 {got:,}",
+                )
+            )
 
-    return report("Exercise 8.3 (parameters by formula)", check)
+    return report(PARAMETER_FORMULA, check)

@@ -16,7 +16,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..layers import FeedForward
-from ._core import ExerciseMistake, expect, expect_close, report
+from ._core import Exercise, ExerciseMistake, expect, expect_close, report, tr
+
+LAYER_NORM_CHANNELS_FIRST = Exercise("7.1", "LayerNorm with the features in dimension 1", "特征在第 1 维时的 LayerNorm")
+RESIDUAL_BRANCH_INIT = Exercise("7.2", "a residual branch scaled for its depth", "按深度缩放残差分支")
+DEEPNORM_SUBLAYER = Exercise("7.3", "dropout in a DeepNorm sub-layer", "DeepNorm 子层中的 dropout")
 
 # ---- reference solutions -------------------------------------------------------------------------------
 
@@ -75,9 +79,14 @@ def check_layer_norm_channels_first(layer_norm_channels_first: Callable[..., Ten
         except RuntimeError as error:
             if "must match the size" in str(error):  # gamma (d,) broadcast against the last dimension, n
                 raise ExerciseMistake(
-                    "gamma and beta have shape (d,), and broadcasting lines them up with the LAST dimension, which "
-                    "here holds the n positions: give them shape (d, 1) (gamma[:, None]) so they follow dimension 1, "
-                    "the features, the dimension the mean and variance are taken over too"
+                    tr(
+                        "gamma and beta have shape (d,), and broadcasting lines them up with the LAST dimension, which "
+                        "here holds the n positions: give them shape (d, 1) (gamma[:, None]) so they follow dimension "
+                        "1, the features, the dimension the mean and variance are taken over too",
+                        "gamma 和 beta 的形状是 (d,)，广播会把它们与“最后”一维对齐，而这里最后一维放的是 n 个位置："
+                        "要把它们变成形状 (d, 1)（gamma[:, None]），让它们沿第 1 维排列，也就是特征维，"
+                        "均值和方差也是在这一维上算的",
+                    )
                 ) from None
             raise
 
@@ -90,18 +99,36 @@ def check_layer_norm_channels_first(layer_norm_channels_first: Callable[..., Ten
         out = call(x, gamma, beta)
         if isinstance(out, Tensor) and out.shape == (2, n, d):
             raise ExerciseMistake(
-                f"the output has shape {tuple(out.shape)}, the (batch, n, d) layout: transpose it back to (batch, d, n)"
+                tr(
+                    f"the output has shape {tuple(out.shape)}, the (batch, n, d) layout: transpose it back to "
+                    "(batch, d, n)",
+                    f"输出的形状是 {tuple(out.shape)}，即 (batch, n, d) 的布局：要把它转置回 (batch, d, n)。",
+                )
             )
         if isinstance(out, Tensor) and out.shape == x.shape:
             if _close(out, _ln_channels_first(x, gamma, beta, dim=-1)):
                 raise ExerciseMistake(
-                    "you normalised each feature over the positions (the last dimension), which mixes positions "
-                    "as BatchNorm does; LayerNorm normalises each position over its d features, here dimension 1"
+                    tr(
+                        "you normalised each feature over the positions (the last dimension), which mixes positions "
+                        "as BatchNorm does; LayerNorm normalises each position over its d features, here dimension 1",
+                        "你让每个特征在所有位置上（最后一维）做了归一化，这会像 BatchNorm 那样把不同位置混在一起；"
+                        "LayerNorm 是让每个位置在它的 d 个特征上归一化，这里就是第 1 维",
+                    )
                 )
             if _close(out, _ln_channels_first(x, gamma, beta, dim=1, unbiased=True)):
-                raise ExerciseMistake("you used the unbiased variance (divide by d - 1); LayerNorm divides by d")
+                raise ExerciseMistake(
+                    tr(
+                        "you used the unbiased variance (divide by d - 1); LayerNorm divides by d",
+                        "你用的是无偏方差（除以 d - 1）；LayerNorm 除以的是 d",
+                    )
+                )
             if _close(out, _ln_channels_first(x, None, None, dim=1)):
-                raise ExerciseMistake("the result is normalised but gamma and beta were not applied")
+                raise ExerciseMistake(
+                    tr(
+                        "the result is normalised but gamma and beta were not applied",
+                        "结果做了归一化，但没有用上 gamma 和 beta",
+                    )
+                )
         expect_close(out, expected, "layer_norm_channels_first(x, gamma, beta)")
         # a nearly constant input: here eps matters, and it belongs inside the square root
         small = torch.randn(4, d, 3, generator=g) * 1e-3
@@ -109,14 +136,33 @@ def check_layer_norm_channels_first(layer_norm_channels_first: Callable[..., Ten
         ones, zeros = torch.ones(d), torch.zeros(d)
         expected_small = F.layer_norm(small.transpose(1, 2), (d,), eps=1e-5).transpose(1, 2)
         out_small = call(small, ones, zeros)
-        expect(torch.equal(small, small_before), "layer_norm_channels_first must not modify its input x in place")
+        expect(
+            torch.equal(small, small_before),
+            tr(
+                "layer_norm_channels_first must not modify its input x in place",
+                "layer_norm_channels_first 不能原地修改它的输入 x",
+            ),
+        )
         centred = small - small.mean(1, keepdim=True)
         outside = centred / (small.var(1, unbiased=False, keepdim=True).sqrt() + 1e-5)
         if _close(out_small, outside) and not _close(out_small, expected_small):
-            raise ExerciseMistake("eps goes inside the square root: sqrt(var + eps), not sqrt(var) + eps")
-        expect_close(out_small, expected_small, "layer_norm_channels_first of an almost constant input", atol=1e-4)
+            raise ExerciseMistake(
+                tr(
+                    "eps goes inside the square root: sqrt(var + eps), not sqrt(var) + eps",
+                    "eps 要放在平方根里面：sqrt(var + eps)，而不是 sqrt(var) + eps",
+                )
+            )
+        expect_close(
+            out_small,
+            expected_small,
+            tr(
+                "layer_norm_channels_first of an almost constant input",
+                "对几乎恒定的输入，layer_norm_channels_first 的结果",
+            ),
+            atol=1e-4,
+        )
 
-    return report("Exercise 7.1 (LayerNorm with the features in dimension 1)", check)
+    return report(LAYER_NORM_CHANNELS_FIRST, check)
 
 
 def _branch_variance_ratio(init_: Callable[[FeedForward, int], object], depth: int, blocks: int = 32) -> float:
@@ -140,7 +186,10 @@ def _branch_variance_ratio(init_: Callable[[FeedForward, int], object], depth: i
                     out = block(x)
                 expect(
                     isinstance(out, Tensor) and out.shape == x.shape,
-                    "the block must still map (..., 32) to (..., 32): change its weights, not its shape",
+                    tr(
+                        "the block must still map (..., 32) to (..., 32): change its weights, not its shape",
+                        "这个块仍必须把 (..., 32) 映射到 (..., 32)：要改的是它的权重，而不是它的形状",
+                    ),
                 )
                 ratios.append((out.var() / x.var()).item())
     finally:
@@ -161,17 +210,27 @@ def check_residual_branch_init(init_residual_branch_: Callable[[FeedForward, int
             except RuntimeError as error:
                 if "leaf Variable" in str(error):  # an in-place change of a weight outside torch.no_grad()
                     raise ExerciseMistake(
-                        "PyTorch refuses to change a weight in place while it tracks gradients: "
-                        "put the changes inside `with torch.no_grad():`, as he_init_ does"
+                        tr(
+                            "PyTorch refuses to change a weight in place while it tracks gradients: "
+                            "put the changes inside `with torch.no_grad():`, as he_init_ does",
+                            "PyTorch 在跟踪梯度时不允许原地修改权重：要像 he_init_ 那样，"
+                            "把修改放在 `with torch.no_grad():` 里面",
+                        )
                     ) from None
                 raise
         expect(
             any(not torch.equal(p, q) for p, q in zip(block.parameters(), default)),
-            "the block's weights did not change: re-initialise them in place, inside torch.no_grad()",
+            tr(
+                "the block's weights did not change: re-initialise them in place, inside torch.no_grad()",
+                "这个块的权重没有变：要在 torch.no_grad() 里面原地重新初始化它们。",
+            ),
         )
         expect(
             all(layer.bias is None or not layer.bias.any() for layer in (block.linear1, block.linear2)),
-            "set both biases to zero (nn.init.zeros_): the variance ratio then depends on the weights alone",
+            tr(
+                "set both biases to zero (nn.init.zeros_): the variance ratio then depends on the weights alone",
+                "要把两个偏置都设为零（nn.init.zeros_）：这样方差比就只取决于权重",
+            ),
         )
         for depth in (4, 16, 64):
             ratio = _branch_variance_ratio(init_residual_branch_, depth)
@@ -179,32 +238,55 @@ def check_residual_branch_init(init_residual_branch_: Callable[[FeedForward, int
                 continue
             if 0.75 <= ratio <= 1.33:
                 raise ExerciseMistake(
-                    f"at depth {depth} one block keeps the variance (ratio {ratio:.2f}): that is He init, which "
-                    "makes a residual stack double its variance at every block; scale it down so the ratio is 1/depth"
+                    tr(
+                        f"at depth {depth} one block keeps the variance (ratio {ratio:.2f}): that is He init, which "
+                        "makes a residual stack double its variance at every block; scale it down so the ratio is "
+                        "1/depth",
+                        f"深度为 {depth} 时，一个块保持了方差不变（比值 {ratio:.2f}）：这是 He 初始化，"
+                        "它会让残差堆叠每经过一个块方差就翻倍；要把它缩小，使比值为 1/depth",
+                    )
                 )
             if 0.75 <= ratio * depth**2 <= 1.33:
                 raise ExerciseMistake(
-                    f"at depth {depth} the ratio is about 1/depth^2 ({ratio:.2g}): you divided the variance by depth "
-                    "twice. The variance scales with the square of the weights: scale ONE layer's weights by "
-                    "1/sqrt(depth) (not by 1/depth, and not both layers)"
+                    tr(
+                        f"at depth {depth} the ratio is about 1/depth^2 ({ratio:.2g}): you divided the variance by "
+                        "depth twice. The variance scales with the square of the weights: scale ONE layer's weights "
+                        "by 1/sqrt(depth) (not by 1/depth, and not both layers)",
+                        f"深度为 {depth} 时，比值约为 1/depth^2（{ratio:.2g}）：你把方差除了两次 depth。"
+                        "方差随权重的平方变化：只把“一个”层的权重乘以 1/sqrt(depth)（不是乘以 1/depth，"
+                        "也不是两层都乘）。",
+                    )
                 )
             if 0.75 <= 18 * ratio * depth <= 1.33:
                 raise ExerciseMistake(
-                    f"at depth {depth} the ratio is about 1/(18 depth) ({ratio:.2g}): the scaling is right, but it "
-                    "starts from PyTorch's default init, which already divides the variance by about 18; start "
-                    "from He init (as he_init_ does), which keeps it"
+                    tr(
+                        f"at depth {depth} the ratio is about 1/(18 depth) ({ratio:.2g}): the scaling is right, but "
+                        "it starts from PyTorch's default init, which already divides the variance by about 18; start "
+                        "from He init (as he_init_ does), which keeps it",
+                        f"深度为 {depth} 时，比值约为 1/(18 depth)（{ratio:.2g}）：缩放是对的，但它是从 PyTorch "
+                        "的默认初始化开始的，而默认初始化本身就把方差除以了约 18；要从能保持方差的 He 初始化开始"
+                        "（像 he_init_ 那样）。",
+                    )
                 )
             if 0.75 <= 2 * ratio * depth <= 1.33:
                 raise ExerciseMistake(
-                    f"at depth {depth} the ratio is about 1/(2 depth) ({ratio:.2g}): ReLU halves the mean square, "
-                    "so the layer before it needs He's variance 2/fan_in (kaiming init with nonlinearity='relu')"
+                    tr(
+                        f"at depth {depth} the ratio is about 1/(2 depth) ({ratio:.2g}): ReLU halves the mean "
+                        "square, so the layer before it needs He's variance 2/fan_in (kaiming init with "
+                        "nonlinearity='relu')",
+                        f"深度为 {depth} 时，比值约为 1/(2 depth)（{ratio:.2g}）：ReLU 会让均方减半，"
+                        "所以它前面那一层需要 He 的方差 2/fan_in（用 nonlinearity='relu' 的 kaiming 初始化）。",
+                    )
                 )
             raise ExerciseMistake(
-                f"at depth {depth} one block multiplies the variance by {ratio:.3g}; it should be 1/depth = "
-                f"{1 / depth:.3g}"
+                tr(
+                    f"at depth {depth} one block multiplies the variance by {ratio:.3g}; it should be 1/depth = "
+                    f"{1 / depth:.3g}",
+                    f"深度为 {depth} 时，一个块把方差乘以了 {ratio:.3g}；应为 1/depth = {1 / depth:.3g}",
+                )
             )
 
-    return report("Exercise 7.2 (a residual branch scaled for its depth)", check)
+    return report(RESIDUAL_BRANCH_INIT, check)
 
 
 class _FixedDropout(nn.Module):
@@ -240,41 +322,81 @@ def check_deepnorm_sublayer(
             if isinstance(out, Tensor) and out.shape == expected.shape and not _close(out, expected):
                 f, a = linear, alpha
                 mistakes = [
-                    (norm(a * x + f(x)), "dropout is missing: apply it to the sub-layer's output, before the add"),
+                    (
+                        norm(a * x + f(x)),
+                        tr(
+                            "dropout is missing: apply it to the sub-layer's output, before the add",
+                            "缺少 dropout：要在相加之前把它用在子层的输出上",
+                        ),
+                    ),
                     (
                         norm(drop(a * x + f(x))),
-                        "you dropped the sum; drop only the sub-layer's output: the residual path is never dropped",
+                        tr(
+                            "you dropped the sum; drop only the sub-layer's output: the residual path is never dropped",
+                            "你对和做了 dropout；只能对子层的输出做 dropout：残差路径从不做 dropout",
+                        ),
                     ),
                     (
                         norm(a * drop(x) + f(x)),  # the same as drop(a * x): the fixed mask is linear
-                        "you dropped alpha * x; the residual path is never dropped, only the sub-layer's output",
+                        tr(
+                            "you dropped alpha * x; the residual path is never dropped, only the sub-layer's output",
+                            "你对 alpha * x 做了 dropout；残差路径从不做 dropout，只有子层的输出才做",
+                        ),
                     ),
-                    (norm(a * x + f(drop(x))), "dropout goes on the sub-layer's output, not on its input"),
+                    (
+                        norm(a * x + f(drop(x))),
+                        tr(
+                            "dropout goes on the sub-layer's output, not on its input",
+                            "dropout 要用在子层的输出上，而不是它的输入上",
+                        ),
+                    ),
                     (
                         drop(norm(a * x + f(x))),
-                        "you dropped the normalised output; dropout acts before the add, on the sub-layer's output",
+                        tr(
+                            "you dropped the normalised output; dropout acts before the add, on the sub-layer's output",
+                            "你对归一化之后的输出做了 dropout；dropout 是在相加之前作用于子层的输出的",
+                        ),
                     ),
                     (
                         norm(x + a * drop(f(x))),
-                        "alpha weights the residual path x, not the sub-layer's output: alpha * x + dropout(...)",
+                        tr(
+                            "alpha weights the residual path x, not the sub-layer's output: alpha * x + dropout(...)",
+                            "alpha 加权的是残差路径 x，而不是子层的输出：alpha * x + dropout(...)。",
+                        ),
                     ),
                     (
                         norm(x + drop(f(x))),
-                        "that is the paper's Post-LN: DeepNorm multiplies x by alpha before the add",
+                        tr(
+                            "that is the paper's Post-LN: DeepNorm multiplies x by alpha before the add",
+                            "这是原论文的后置归一化（Post-LN）：DeepNorm 在相加之前还要把 x 乘以 alpha",
+                        ),
                     ),
                     (
                         a * x + drop(f(norm(x))),
-                        "that is Pre-LN; DeepNorm is Post-LN: normalise the sum, and give the sub-layer x itself",
+                        tr(
+                            "that is Pre-LN; DeepNorm is Post-LN: normalise the sum, and give the sub-layer x itself",
+                            "这是前置归一化（Pre-LN）；DeepNorm 是后置归一化（Post-LN）：要对和做归一化，"
+                            "并把 x 本身交给子层",
+                        ),
                     ),
                     (
                         norm(a * x + drop(f(norm(x)))),
-                        "the sub-layer takes x itself; the norm acts only on the sum",
+                        tr(
+                            "the sub-layer takes x itself; the norm acts only on the sum",
+                            "子层接收的是 x 本身；归一化只作用在和上",
+                        ),
                     ),
-                    (a * norm(x + drop(f(x))), "alpha multiplies x inside the norm, before the add, not the output"),
+                    (
+                        a * norm(x + drop(f(x))),
+                        tr(
+                            "alpha multiplies x inside the norm, before the add, not the output",
+                            "alpha 是在归一化之内、相加之前乘到 x 上的，而不是乘输出",
+                        ),
+                    ),
                 ]
                 for wrong, hint in mistakes:
                     if _close(out, wrong):
                         raise ExerciseMistake(hint)
             expect_close(out, expected, "deepnorm_sublayer(x, sublayer, norm, dropout, alpha)", atol=1e-4)
 
-    return report("Exercise 7.3 (dropout in a DeepNorm sub-layer)", check)
+    return report(DEEPNORM_SUBLAYER, check)

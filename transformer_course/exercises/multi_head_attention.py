@@ -20,7 +20,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention
-from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+
+REMOVE_HEAD = Exercise("5.1", "switch a head off in the weights", "在权重中关掉一个头")
+MULTI_HEAD_ATTENTION = Exercise("5.2", "multi-head attention, d_v != d_k", "d_v != d_k 的多头注意力")
 
 
 def reference_split_heads(x: Tensor, num_heads: int) -> Tensor:
@@ -63,8 +66,12 @@ def reference_multi_head_attention(
 def _hint_for_view_error(error: RuntimeError) -> None:
     if "view size is not compatible" in str(error):
         raise ExerciseMistake(
-            "`.view` failed because the tensor is not contiguous after `transpose`; use `.reshape(...)` "
-            "(or `.contiguous().view(...)`)."
+            tr(
+                "`.view` failed because the tensor is not contiguous after `transpose`; use `.reshape(...)` "
+                "(or `.contiguous().view(...)`).",
+                "`.view` 失败了，因为张量在 `transpose` 之后不再连续；要用 `.reshape(...)`"
+                "（或 `.contiguous().view(...)`）。",
+            )
         ) from error
     raise error
 
@@ -112,39 +119,68 @@ def _edited(
     return changed
 
 
-_REMOVE_HEAD_SLIPS: list[tuple[Callable[[MultiHeadAttention, slice], None], str]] = [
-    (
-        lambda m, b: m.w_o.weight[b].zero_(),
-        "you zeroed ROWS of w_o.weight. nn.Linear stores its weight as (out, in), so a row is one output feature; "
-        "head i's block is the input features i*d_k ... (i+1)*d_k - 1, the COLUMNS: w_o.weight[:, block].",
-    ),
-    (
-        lambda m, b: (m.w_q.weight[b].zero_(), m.w_q.bias[b].zero_()),
-        "you switched off the head's queries. Its scores are then all 0, so it attends UNIFORMLY and still writes "
-        "the average of its values into the output. Remove what the head writes (its block of W_O), not what it asks.",
-    ),
-    (
-        lambda m, b: m.w_q.weight[b].zero_(),
-        "you zeroed the head's query weights. Its queries are then the bias alone, the same at every position, so it "
-        "still attends and still writes into the output. Remove what the head writes (its block of W_O).",
-    ),
-    (
-        lambda m, b: (m.w_k.weight[b].zero_(), m.w_k.bias[b].zero_()),
-        "you switched off the head's keys. Its scores are then all 0, so it attends UNIFORMLY and still writes the "
-        "average of its values. Remove what the head writes (its block of W_O), not what it is matched against.",
-    ),
-    (
-        lambda m, b: m.w_v.weight[b].zero_(),
-        "you zeroed the head's value weights but not their bias: every value of the head is then b_V's slice, and "
-        "since each row of weights sums to 1, the head still writes that slice times its block of W_O. Zero the "
-        "bias slice too, or cut the head at W_O.",
-    ),
-    (
-        lambda m, b: (m.w_o.weight[:, b].zero_(), m.w_o.bias.zero_()),
-        "the head is gone, but so is W_O's bias. The bias is added once after the heads are summed and belongs to "
-        "no head: keep it.",
-    ),
-]
+def _remove_head_slips() -> list[tuple[Callable[[MultiHeadAttention, slice], None], str]]:
+    return [
+        (
+            lambda m, b: m.w_o.weight[b].zero_(),
+            tr(
+                "you zeroed ROWS of w_o.weight. nn.Linear stores its weight as (out, in), so a row is one output "
+                "feature; head i's block is the input features i*d_k ... (i+1)*d_k - 1, the COLUMNS: "
+                "w_o.weight[:, block].",
+                "你清零的是 w_o.weight 的“行”。nn.Linear 按 (out, in) 存储权重，所以一行是一个输出特征；"
+                "头 i 的块是输入特征 i*d_k ... (i+1)*d_k - 1，也就是“列”：w_o.weight[:, block]。",
+            ),
+        ),
+        (
+            lambda m, b: (m.w_q.weight[b].zero_(), m.w_q.bias[b].zero_()),
+            tr(
+                "you switched off the head's queries. Its scores are then all 0, so it attends UNIFORMLY and still "
+                "writes the average of its values into the output. Remove what the head writes (its block of W_O), "
+                "not what it asks.",
+                "你关掉的是这个头的查询。这样它的分数全是 0，于是它会“均匀地”关注，仍把它的值的平均写进输出。"
+                "要去掉的是这个头写出的东西（它在 W_O 中的块），而不是它提出的查询。",
+            ),
+        ),
+        (
+            lambda m, b: m.w_q.weight[b].zero_(),
+            tr(
+                "you zeroed the head's query weights. Its queries are then the bias alone, the same at every "
+                "position, so it still attends and still writes into the output. Remove what the head writes (its "
+                "block of W_O).",
+                "你把这个头的查询权重清零了。这样它的查询就只剩下偏置，在每个位置都一样，所以它仍然在做注意力，"
+                "仍然往输出里写。要去掉的是这个头写出的东西（它在 W_O 中的块）。",
+            ),
+        ),
+        (
+            lambda m, b: (m.w_k.weight[b].zero_(), m.w_k.bias[b].zero_()),
+            tr(
+                "you switched off the head's keys. Its scores are then all 0, so it attends UNIFORMLY and still "
+                "writes the average of its values. Remove what the head writes (its block of W_O), not what it is "
+                "matched against.",
+                "你关掉的是这个头的键。这样它的分数全是 0，于是它会“均匀地”关注，仍写出它的值的平均。"
+                "要去掉的是这个头写出的东西（它在 W_O 中的块），而不是与它匹配的键。",
+            ),
+        ),
+        (
+            lambda m, b: m.w_v.weight[b].zero_(),
+            tr(
+                "you zeroed the head's value weights but not their bias: every value of the head is then b_V's "
+                "slice, and since each row of weights sums to 1, the head still writes that slice times its block of "
+                "W_O. Zero the bias slice too, or cut the head at W_O.",
+                "你把这个头的值权重清零了，却没有清零它们的偏置：这样这个头的每个值都是 b_V 的那一段，"
+                "而每行权重之和为 1，所以这个头仍会写出这一段乘以它在 W_O 中的块。要把偏置的那一段也清零，"
+                "或者在 W_O 处切断这个头。",
+            ),
+        ),
+        (
+            lambda m, b: (m.w_o.weight[:, b].zero_(), m.w_o.bias.zero_()),
+            tr(
+                "the head is gone, but so is W_O's bias. The bias is added once after the heads are summed and "
+                "belongs to no head: keep it.",
+                "这个头是去掉了，但 W_O 的偏置也没了。偏置是在各头求和之后加上一次的，不属于任何一个头：要保留它。",
+            ),
+        ),
+    ]
 
 
 def _check_remove_head(fn: Callable[[MultiHeadAttention, int], MultiHeadAttention]) -> None:
@@ -158,44 +194,70 @@ def _check_remove_head(fn: Callable[[MultiHeadAttention, int], MultiHeadAttentio
         except RuntimeError as error:
             if "leaf Variable" in str(error):
                 raise ExerciseMistake(
-                    "PyTorch refuses to change a weight that requires gradients in place while it tracks "
-                    "operations: make the edit inside `with torch.no_grad():`."
+                    tr(
+                        "PyTorch refuses to change a weight that requires gradients in place while it tracks "
+                        "operations: make the edit inside `with torch.no_grad():`.",
+                        "PyTorch 在跟踪运算时不允许原地修改需要梯度的权重：要在 `with torch.no_grad():` 里面修改。",
+                    )
                 ) from error
             raise
         mha_changed = any(not torch.equal(t, before[name]) for name, t in mha.state_dict().items())
         expect(
             not mha_changed,
-            "you changed the module you were given; edit a copy (`copy.deepcopy(mha)`) and return that.",
+            tr(
+                "you changed the module you were given; edit a copy (`copy.deepcopy(mha)`) and return that.",
+                "你修改了传进来的模块；要修改它的副本（`copy.deepcopy(mha)`），并返回这个副本。",
+            ),
         )
+        got = type(removed).__name__
         expect(
             isinstance(removed, nn.Module),
-            f"return the edited copy of the module (a MultiHeadAttention), got {type(removed).__name__}",
+            tr(
+                f"return the edited copy of the module (a MultiHeadAttention), got {got}",
+                f"要返回修改后的模块副本（一个 MultiHeadAttention），得到的是 {got}",
+            ),
         )
         with torch.no_grad():
             out = removed(x)
         expected = head_switched_off(mha, head, x)
-        expect_tensor(out, f"the output of your module with head {head} off", expected.shape, "(batch, n, d_model)")
+        expect_tensor(
+            out,
+            tr(f"the output of your module with head {head} off", f"关掉头 {head} 后你的模块的输出"),
+            expected.shape,
+            "(batch, n, d_model)",
+        )
         if torch.allclose(out, expected, atol=1e-6):
             continue
         with torch.no_grad():
             if torch.allclose(out, mha(x), atol=1e-6):
-                raise ExerciseMistake(f"with head {head} switched off, the output is still the original one.")
-            for edit, hint in _REMOVE_HEAD_SLIPS:
+                raise ExerciseMistake(
+                    tr(
+                        f"with head {head} switched off, the output is still the original one.",
+                        f"关掉头 {head} 之后，输出仍和原来一样。",
+                    )
+                )
+            for edit, hint in _remove_head_slips():
                 if torch.allclose(out, _edited(mha, head, edit)(x), atol=1e-6):
-                    raise ExerciseMistake(f"head {head}: {hint}")
+                    raise ExerciseMistake(tr(f"head {head}: {hint}", f"头 {head}：{hint}"))
             others = [h for h in range(mha.num_heads) if h != head]
             if any(torch.allclose(out, head_switched_off(mha, h, x), atol=1e-6) for h in others):
                 raise ExerciseMistake(
-                    f"you switched off another head than head {head}: head i (counted from 0) owns the features "
-                    "i*d_k ... (i+1)*d_k - 1, with d_k = mha.d_k."
+                    tr(
+                        f"you switched off another head than head {head}: head i (counted from 0) owns the features "
+                        "i*d_k ... (i+1)*d_k - 1, with d_k = mha.d_k.",
+                        f"你关掉的不是头 {head}，而是另一个头：头 i（从 0 开始数）拥有特征 i*d_k ... (i+1)*d_k - 1，"
+                        "其中 d_k = mha.d_k。",
+                    )
                 )
-        expect_close(out, expected, f"the output with head {head} switched off", atol=1e-6)
+        expect_close(
+            out, expected, tr(f"the output with head {head} switched off", f"关掉头 {head} 后的输出"), atol=1e-6
+        )
 
 
 def check_remove_head(fn: Callable[[MultiHeadAttention, int], MultiHeadAttention]) -> bool:
     """Exercise 5.1: ``fn(mha, head)`` must return a copy of ``mha`` whose output equals ``mha``'s with ``head``
     switched off."""
-    return report("Exercise 5.1 (switch a head off in the weights)", lambda: _check_remove_head(fn))
+    return report(REMOVE_HEAD, lambda: _check_remove_head(fn))
 
 
 # --------------------------------------------------------------------------------------------- exercise 5.2
@@ -245,15 +307,25 @@ def _hint_for_shape_error(error: RuntimeError) -> None:
     message = str(error)
     if "is invalid for input of size" in message:
         raise ExerciseMistake(
-            f"a reshape failed ({message}): here a head is not d_model / num_heads wide. Read the widths from the "
-            "weights, d_k = w_q.shape[1] // num_heads and d_v = w_v.shape[1] // num_heads (or let `view` work one "
-            "out with -1)."
+            tr(
+                f"a reshape failed ({message}): here a head is not d_model / num_heads wide. Read the widths from the "
+                "weights, d_k = w_q.shape[1] // num_heads and d_v = w_v.shape[1] // num_heads (or let `view` work "
+                "one out with -1).",
+                f"reshape 失败了（{message}）：这里一个头的宽度并不是 d_model / num_heads。要从权重读出宽度："
+                "d_k = w_q.shape[1] // num_heads，d_v = w_v.shape[1] // num_heads（或者用 -1 让 `view` "
+                "自己算出一个）。",
+            )
         ) from error
     if "cannot be multiplied" in message:
         raise ExerciseMistake(
-            f"a matrix product failed on its shapes ({message}). The matrices are in the maths convention, "
-            "Q = x_q @ w_q with w_q of shape (d_model, num_heads * d_k), and w_o, of shape (num_heads * d_v, "
-            "d_model), multiplies the merged heads: use them as given, not transposed."
+            tr(
+                f"a matrix product failed on its shapes ({message}). The matrices are in the maths convention, "
+                "Q = x_q @ w_q with w_q of shape (d_model, num_heads * d_k), and w_o, of shape (num_heads * d_v, "
+                "d_model), multiplies the merged heads: use them as given, not transposed.",
+                f"矩阵乘法因形状不匹配而失败（{message}）。这些矩阵采用数学上的写法：Q = x_q @ w_q，"
+                "w_q 的形状为 (d_model, num_heads * d_k)；形状为 (num_heads * d_v, d_model) 的 w_o "
+                "乘的是合并后的各头：要按给定的样子使用它们，不要转置。",
+            )
         ) from error
     _hint_for_view_error(error)
 
@@ -265,20 +337,32 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
     except RuntimeError as error:
         _hint_for_shape_error(error)
     expected = torch_multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, heads)
-    expect(isinstance(out, Tensor), f"return a torch.Tensor, got {type(out).__name__}")
+    got = type(out).__name__
+    expect(isinstance(out, Tensor), tr(f"return a torch.Tensor, got {got}", f"应返回 torch.Tensor，得到的是 {got}"))
     if tuple(out.shape) == tuple(x_kv.shape):
         raise ExerciseMistake(
-            f"the output has len_k = {x_kv.shape[1]} rows; it should have one row per query "
-            f"(len_q = {x_q.shape[1]}): the queries come from x_q, keys and values from x_kv."
+            tr(
+                f"the output has len_k = {x_kv.shape[1]} rows; it should have one row per query "
+                f"(len_q = {x_q.shape[1]}): the queries come from x_q, keys and values from x_kv.",
+                f"输出有 len_k = {x_kv.shape[1]} 行；它应该每个查询一行（len_q = {x_q.shape[1]}）："
+                "查询来自 x_q，键和值来自 x_kv。",
+            )
         )
     if tuple(out.shape) == (*x_q.shape[:2], heads * d_v):
         raise ExerciseMistake(
-            f"the output has num_heads * d_v = {heads * d_v} features, the merged heads: apply w_o after merging "
-            f"them, it maps them back to d_model = {d_model}."
+            tr(
+                f"the output has num_heads * d_v = {heads * d_v} features, the merged heads: apply w_o after merging "
+                f"them, it maps them back to d_model = {d_model}.",
+                f"输出有 num_heads * d_v = {heads * d_v} 个特征，也就是合并后的各头：合并之后还要乘上 w_o，"
+                f"它把它们映射回 d_model = {d_model}。",
+            )
         )
     expect(
         tuple(out.shape) == tuple(expected.shape),
-        f"the output has shape {tuple(out.shape)}, expected (batch, len_q, d_model) = {tuple(expected.shape)}",
+        tr(
+            f"the output has shape {tuple(out.shape)}, expected (batch, len_q, d_model) = {tuple(expected.shape)}",
+            f"输出的形状是 {tuple(out.shape)}，应为 (batch, len_q, d_model) = {tuple(expected.shape)}。",
+        ),
     )
     q = reference_split_heads(x_q @ w_q, heads)
     k = reference_split_heads(x_kv @ w_k, heads)
@@ -296,40 +380,76 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
     hints = [
         (
             trapped.reshape(x_q.shape[0], x_q.shape[1], heads * d_v) @ w_o,
-            "you split the heads with a direct view to (batch, heads, len, d), the reshape trap of section 3: "
-            "view to (batch, len, heads, d) first, then transpose(1, 2), and undo both when merging.",
+            tr(
+                "you split the heads with a direct view to (batch, heads, len, d), the reshape trap of section 3: "
+                "view to (batch, len, heads, d) first, then transpose(1, 2), and undo both when merging.",
+                "你直接用 view 把各头拆成了 (batch, heads, len, d)，这正是第 3 节讲的 reshape 陷阱："
+                "要先 view 成 (batch, len, heads, d)，再 transpose(1, 2)，合并时把这两步都反过来。",
+            ),
         ),
         (
             finish(torch.softmax(raw / math.sqrt(d_v), -1)),
-            "scale the scores by sqrt(d_k), the width of one head's queries and keys; d_v, the width of its "
-            "values, does not enter the scores.",
+            tr(
+                "scale the scores by sqrt(d_k), the width of one head's queries and keys; d_v, the width of its "
+                "values, does not enter the scores.",
+                "要用 sqrt(d_k) 缩放分数，d_k 是一个头的查询和键的宽度；它的值的宽度 d_v 不参与分数的计算。",
+            ),
         ),
-        (finish(torch.softmax(raw / math.sqrt(d_model), -1)), "scale by sqrt(d_k) of one head, not sqrt(d_model)."),
+        (
+            finish(torch.softmax(raw / math.sqrt(d_model), -1)),
+            tr(
+                "scale by sqrt(d_k) of one head, not sqrt(d_model).",
+                "要用一个头的 sqrt(d_k) 缩放，而不是 sqrt(d_model)。",
+            ),
+        ),
         (
             finish(torch.softmax(raw / math.sqrt(heads * d_k), -1)),
-            "scale by sqrt(d_k) of ONE head (w_q.shape[1] // num_heads), not by the square root of all heads' "
-            "query width together.",
+            tr(
+                "scale by sqrt(d_k) of ONE head (w_q.shape[1] // num_heads), not by the square root of all heads' "
+                "query width together.",
+                "要用“一个”头的 sqrt(d_k)（w_q.shape[1] // num_heads）缩放，而不是所有头的查询宽度之和的平方根。",
+            ),
         ),
         (
             finish(torch.softmax(raw / math.sqrt(d_model // heads), -1)),
-            f"scale by sqrt(d_k) with d_k = w_q.shape[1] // num_heads = {d_k}, read from the weights: here a head "
-            f"is not d_model / num_heads = {d_model // heads} wide.",
+            tr(
+                f"scale by sqrt(d_k) with d_k = w_q.shape[1] // num_heads = {d_k}, read from the weights: here a "
+                f"head is not d_model / num_heads = {d_model // heads} wide.",
+                f"要用 sqrt(d_k) 缩放，其中 d_k = w_q.shape[1] // num_heads = {d_k} 要从权重读出："
+                f"这里一个头的宽度并不是 d_model / num_heads = {d_model // heads}。",
+            ),
         ),
-        (finish(torch.softmax(raw, -1)), "divide the scores by sqrt(d_k) before the softmax."),
-        (finish(torch.softmax(raw / math.sqrt(d_k), -2)), "take the softmax over the keys (dim=-1)."),
+        (
+            finish(torch.softmax(raw, -1)),
+            tr("divide the scores by sqrt(d_k) before the softmax.", "在 softmax 之前要把分数除以 sqrt(d_k)。"),
+        ),
+        (
+            finish(torch.softmax(raw / math.sqrt(d_k), -2)),
+            tr("take the softmax over the keys (dim=-1).", "要在键上做 softmax（dim=-1）。"),
+        ),
     ]
     k_self, v_self = reference_split_heads(x_q @ w_k, heads), reference_split_heads(x_q @ w_v, heads)
     self_attention = reference_merge_heads(torch.softmax(q @ k_self.transpose(-2, -1) / math.sqrt(d_k), -1) @ v_self)
     hints.append(
         (
             self_attention @ w_o,
-            "the keys and values come from x_kv (the sentence looked at), only the queries from x_q.",
+            tr(
+                "the keys and values come from x_kv (the sentence looked at), only the queries from x_q.",
+                "键和值来自 x_kv（被查看的那个句子），只有查询来自 x_q。",
+            ),
         )
     )
     for wrong, hint in hints:
         if torch.allclose(out.detach(), wrong, atol=1e-5):
-            raise ExerciseMistake(f"close, but: {hint}")
-    expect_close(out, expected, f"the multi-head attention output (d_k = {d_k}, d_v = {d_v})")
+            raise ExerciseMistake(tr(f"close, but: {hint}", f"很接近了，但是：{hint}"))
+    expect_close(
+        out,
+        expected,
+        tr(
+            f"the multi-head attention output (d_k = {d_k}, d_v = {d_v})",
+            f"多头注意力的输出（d_k = {d_k}，d_v = {d_v}）",
+        ),
+    )
 
 
 def _check_mha(fn: Callable[..., Tensor]) -> None:
@@ -340,4 +460,4 @@ def _check_mha(fn: Callable[..., Tensor]) -> None:
 def check_multi_head_attention(fn: Callable[..., Tensor]) -> bool:
     """Exercise 5.2: ``fn(x_q, x_kv, w_q, w_k, w_v, w_o, num_heads)`` must compute multi-head attention with heads
     of width d_k for the queries and keys and d_v for the values, read from the weights' shapes."""
-    return report("Exercise 5.2 (multi-head attention, d_v != d_k)", lambda: _check_mha(fn))
+    return report(MULTI_HEAD_ATTENTION, lambda: _check_mha(fn))

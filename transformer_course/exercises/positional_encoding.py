@@ -17,7 +17,10 @@ import torch
 from torch import Tensor
 
 from ..positional import sinusoidal_table
-from ._core import ExerciseMistake, expect_close, expect_tensor, report
+from ._core import Exercise, ExerciseMistake, expect_close, expect_tensor, report, tr
+
+READ_POSITION = Exercise("3.1", "read the position back", "把位置读回来")
+HALVES_ROTATION = Exercise("3.2", "the shift matrix, sines first", "正弦在前的平移矩阵")
 
 BASE = 10000.0
 
@@ -81,18 +84,25 @@ def _misreadings(row: Tensor) -> dict[str, int]:
     omega = _frequencies(d)
     sin_last, cos_last = row[d - 2], row[d - 1]
     return {
-        "pair 0 turns a full circle every 2*pi = 6.3 positions, so its angle repeats: read a pair whose wavelength "
-        "is longer than 10000 positions (the slowest, columns d_model - 2 and d_model - 1)": round(
-            torch.atan2(row[0], row[1]).item() / omega[0].item()
-        ),
-        "the sine alone is ambiguous past a quarter turn (sin(pi - a) = sin a): use both columns of the pair, "
-        "torch.atan2(sin, cos)": round(torch.asin(sin_last).item() / omega[-1].item()),
-        "column 2i holds the sine and column 2i + 1 the cosine: the angle is torch.atan2(sin, cos), sine first": round(
-            torch.atan2(cos_last, sin_last).item() / omega[-1].item()
-        ),
-        "that is the pair's angle in radians, pos * omega_i: divide it by the pair's frequency omega_i": round(
-            torch.atan2(sin_last, cos_last).item()
-        ),
+        tr(
+            "pair 0 turns a full circle every 2*pi = 6.3 positions, so its angle repeats: read a pair whose "
+            "wavelength is longer than 10000 positions (the slowest, columns d_model - 2 and d_model - 1)",
+            "第 0 对每 2*pi = 6.3 个位置就转一整圈，所以它的角度会重复：要读一个波长超过 10000 个位置的对"
+            "（最慢的那一对，即第 d_model - 2 和 d_model - 1 列）",
+        ): round(torch.atan2(row[0], row[1]).item() / omega[0].item()),
+        tr(
+            "the sine alone is ambiguous past a quarter turn (sin(pi - a) = sin a): use both columns of the pair, "
+            "torch.atan2(sin, cos)",
+            "转过四分之一圈以后，只看正弦是有歧义的（sin(pi - a) = sin a）：要用这一对的两列，即 torch.atan2(sin, cos)",
+        ): round(torch.asin(sin_last).item() / omega[-1].item()),
+        tr(
+            "column 2i holds the sine and column 2i + 1 the cosine: the angle is torch.atan2(sin, cos), sine first",
+            "第 2i 列是正弦，第 2i + 1 列是余弦：角度是 torch.atan2(sin, cos)，正弦在前",
+        ): round(torch.atan2(cos_last, sin_last).item() / omega[-1].item()),
+        tr(
+            "that is the pair's angle in radians, pos * omega_i: divide it by the pair's frequency omega_i",
+            "这是这一对以弧度表示的角度 pos * omega_i：还要除以这一对的频率 omega_i",
+        ): round(torch.atan2(sin_last, cos_last).item()),
     }
 
 
@@ -104,8 +114,12 @@ def _check_read(fn: Callable[[Tensor], int]) -> None:
             got = fn(table[pos].clone())
             if isinstance(got, bool) or not isinstance(got, numbers.Integral):
                 raise ExerciseMistake(
-                    f"return the position as a Python int, got {type(got).__name__} {got!r} for PE({pos}): "
-                    "round(angle / omega) gives one."
+                    tr(
+                        f"return the position as a Python int, got {type(got).__name__} {got!r} for PE({pos}): "
+                        "round(angle / omega) gives one.",
+                        f"要把位置作为 Python int 返回，对 PE({pos}) 得到的却是 {type(got).__name__} {got!r}："
+                        "round(angle / omega) 给出的就是 int。",
+                    )
                 )
             answers[pos] = got
             for hint, value in _misreadings(table[pos]).items():
@@ -114,24 +128,38 @@ def _check_read(fn: Callable[[Tensor], int]) -> None:
             continue
         for hint, values in wrong_ways.items():
             if values == answers:
-                raise ExerciseMistake(f"{hint}.")
+                raise ExerciseMistake(tr(f"{hint}.", f"{hint}。"))
         pos = next(p for p in answers if answers[p] != p)
         if all(answers[p] in (p, p - 1) for p in answers):
             raise ExerciseMistake(
-                f"PE({pos}) gave {pos - 1} (d_model={d_model}): in floating point angle / omega can come out a hair "
-                "below the whole number, and int() cuts the fraction off; round(angle / omega) gives the nearest one."
+                tr(
+                    f"PE({pos}) gave {pos - 1} (d_model={d_model}): in floating point angle / omega can come out a "
+                    "hair below the whole number, and int() cuts the fraction off; round(angle / omega) gives the "
+                    "nearest one.",
+                    f"PE({pos}) 得到的是 {pos - 1}（d_model={d_model}）：在浮点运算中，angle / omega "
+                    "可能比整数略小一点，而 int() 会直接截掉小数部分；round(angle / omega) 给出的是最接近的整数。",
+                )
             )
         if all(answers[p] == p for p in _SMALL_POSITIONS):
             raise ExerciseMistake(
-                f"right for small positions, but PE({pos}) gave {answers[pos]} (d_model={d_model}): a pair's angle "
-                "wraps around once per wavelength; read the slowest pair."
+                tr(
+                    f"right for small positions, but PE({pos}) gave {answers[pos]} (d_model={d_model}): a pair's "
+                    "angle wraps around once per wavelength; read the slowest pair.",
+                    f"小的位置是对的，但 PE({pos}) 得到的是 {answers[pos]}（d_model={d_model}）："
+                    "一对的角度每经过一个波长就绕回一次；要读最慢的那一对。",
+                )
             )
-        raise ExerciseMistake(f"PE({pos}) with d_model={d_model} should give {pos}, got {answers[pos]}.")
+        raise ExerciseMistake(
+            tr(
+                f"PE({pos}) with d_model={d_model} should give {pos}, got {answers[pos]}.",
+                f"d_model={d_model} 时，PE({pos}) 应得到 {pos}，得到的是 {answers[pos]}。",
+            )
+        )
 
 
 def check_read_position(fn: Callable[[Tensor], int]) -> bool:
     """Exercise 3.1: ``fn(row)`` must return pos (an int) for row = PE(pos), 0 <= pos < 10000."""
-    return report("Exercise 3.1 (read the position back)", lambda: _check_read(fn))
+    return report(READ_POSITION, lambda: _check_read(fn))
 
 
 # ------------------------------------------------------------------------------------------- exercise 3.2
@@ -150,7 +178,7 @@ def _check_halves_rotation(fn: Callable[[int, int], Tensor]) -> None:
     for d_model in _DIMS:
         table = halves_table(128, d_model).double()  # rows are H(pos)
         for k in _SHIFTS:
-            what = f"your M_k for k={k}, d_model={d_model}"
+            what = tr(f"your M_k for k={k}, d_model={d_model}", f"你给出的 M_k（k={k}，d_model={d_model}）")
             m = fn(k, d_model)
             expect_tensor(m, what, (d_model, d_model))
             m = m.detach().double()
@@ -159,26 +187,46 @@ def _check_halves_rotation(fn: Callable[[int, int], Tensor]) -> None:
                 continue
             if k and torch.allclose(m, _interleaved_rotation(k, d_model), atol=1e-4):
                 raise ExerciseMistake(
-                    f"{what} is the matrix for the interleaved layout of section 5; here the sine of pair i is in "
-                    "column i and its cosine in column i + d_model/2, so the cos and sin of pair i go in rows and "
-                    "columns i and i + d_model/2."
+                    tr(
+                        f"{what} is the matrix for the interleaved layout of section 5; here the sine of pair i is in "
+                        "column i and its cosine in column i + d_model/2, so the cos and sin of pair i go in rows and "
+                        "columns i and i + d_model/2.",
+                        f"{what}是第 5 节交错布局下的矩阵；这里第 i 对的正弦在第 i 列，余弦在第 i + d_model/2 列，"
+                        "所以第 i 对的 cos 和 sin 要放在第 i 和第 i + d_model/2 行、列上。",
+                    )
                 )
             if k and torch.allclose(table[k:] @ m.T, table[: 128 - k], atol=1e-4):
                 raise ExerciseMistake(
-                    f"{what} moves positions backwards (M_k H(pos) = H(pos - k)): flip the signs of the sin terms."
+                    tr(
+                        f"{what} moves positions backwards (M_k H(pos) = H(pos - k)): flip the signs of the sin terms.",
+                        f"{what}把位置往回移了（M_k H(pos) = H(pos - k)）：要把 sin 项的符号反过来。",
+                    )
                 )
             same_angle = _halves(_interleaved_rotation(k, d_model, torch.full((d_model // 2,), float(k))))
             if k and torch.allclose(m, same_angle.double(), atol=1e-4):
                 raise ExerciseMistake(
-                    f"{what} turns every pair by the same angle k; pair i must turn by omega_i * k, "
-                    "with omega_i = 10000^(-2i/d_model) its frequency."
+                    tr(
+                        f"{what} turns every pair by the same angle k; pair i must turn by omega_i * k, "
+                        "with omega_i = 10000^(-2i/d_model) its frequency.",
+                        f"{what}让每一对都转了同一个角度 k；第 i 对必须转 omega_i * k，"
+                        "其中 omega_i = 10000^(-2i/d_model) 是它的频率。",
+                    )
                 )
             if k == 0:
-                expect_close(m, torch.eye(d_model, dtype=torch.float64), f"{what} (k = 0 should be the identity)")
+                expect_close(
+                    m,
+                    torch.eye(d_model, dtype=torch.float64),
+                    tr(f"{what} (k = 0 should be the identity)", f"{what}（k = 0 时应是单位矩阵）"),
+                )
             worst = (moved - table[k:]).abs().max().item()
-            raise ExerciseMistake(f"{what}: M_k H(pos) differs from H(pos + k) by up to {worst:.3g}.")
+            raise ExerciseMistake(
+                tr(
+                    f"{what}: M_k H(pos) differs from H(pos + k) by up to {worst:.3g}.",
+                    f"{what}：M_k H(pos) 与 H(pos + k) 最多相差 {worst:.3g}。",
+                )
+            )
 
 
 def check_halves_rotation(fn: Callable[[int, int], Tensor]) -> bool:
     """Exercise 3.2: ``fn(k, d_model)`` must return M_k (d_model, d_model) for the sines-then-cosines layout."""
-    return report("Exercise 3.2 (the shift matrix, sines first)", lambda: _check_halves_rotation(fn))
+    return report(HALVES_ROTATION, lambda: _check_halves_rotation(fn))

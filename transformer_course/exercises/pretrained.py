@@ -16,7 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._core import ExerciseMistake, expect, expect_close, expect_tensor, report
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+
+CENTROID_CLASSIFIER = Exercise("14.1", "classify by the nearest centroid", "按最近的质心分类")
+DOCUMENT_SEARCH = Exercise("14.2", "search documents by their best chunk", "按最佳文本块检索文档")
 
 
 # ---------------------------------------------------------------------------------------- reference solutions
@@ -78,17 +81,30 @@ def _classifier_mistakes(train_vectors: Tensor, train_labels: Tensor, test_vecto
     means = torch.stack([train_vectors[train_labels == c].mean(0) for c in range(num_classes)])  # (C, d)
     sums = torch.stack([train_vectors[train_labels == c].sum(0) for c in range(num_classes)])
     return {
-        "the centroids were not scaled to length 1, so a class whose vectors agree (a long mean) wins too often: "
-        "normalise each class mean before taking the dot product": (test_vectors @ means.T).argmax(-1),
-        "that is the label of the single most similar training vector; average each class's vectors into one "
-        "centroid first": train_labels[(test_vectors @ train_vectors.T).argmax(-1)],
-        "the sums of the classes were compared without normalising, so the class with the most training vectors "
-        "wins too often: take the mean and scale it to length 1": (test_vectors @ sums.T).argmax(-1),
-        "that is the nearest raw class mean by Euclidean distance; scale the means to length 1 and compare by "
-        "cosine": torch.cdist(test_vectors, means).argmin(-1),
-        "these are the least similar classes: take the largest cosine (argmax), not the smallest": (
-            test_vectors @ F.normalize(means, dim=-1).T
-        ).argmin(-1),
+        tr(
+            "the centroids were not scaled to length 1, so a class whose vectors agree (a long mean) wins too often: "
+            "normalise each class mean before taking the dot product",
+            "质心没有缩放到长度 1，所以向量彼此一致的类（均值较长）赢得太多：做点积之前要先把每个类的均值归一化",
+        ): (test_vectors @ means.T).argmax(-1),
+        tr(
+            "that is the label of the single most similar training vector; average each class's vectors into one "
+            "centroid first",
+            "这是最相似的那一个训练向量的标签；要先把每个类的向量平均成一个质心",
+        ): train_labels[(test_vectors @ train_vectors.T).argmax(-1)],
+        tr(
+            "the sums of the classes were compared without normalising, so the class with the most training vectors "
+            "wins too often: take the mean and scale it to length 1",
+            "比较的是各类向量之和，而且没有归一化，所以训练向量最多的类赢得太多：要取均值，并把它缩放到长度 1",
+        ): (test_vectors @ sums.T).argmax(-1),
+        tr(
+            "that is the nearest raw class mean by Euclidean distance; scale the means to length 1 and compare by "
+            "cosine",
+            "这是按欧氏距离找到的最近的原始类均值；要把均值缩放到长度 1，再按余弦比较",
+        ): torch.cdist(test_vectors, means).argmin(-1),
+        tr(
+            "these are the least similar classes: take the largest cosine (argmax), not the smallest",
+            "这些是最不相似的类：要取余弦最大的（argmax），而不是最小的",
+        ): (test_vectors @ F.normalize(means, dim=-1).T).argmin(-1),
     }
 
 
@@ -98,13 +114,22 @@ def _check_classifier(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
     shape = (test_vectors.shape[0],)
     if isinstance(out, Tensor) and out.dim() == 2 and out.shape[0] == shape[0]:
         raise ExerciseMistake(
-            f"the result has shape {tuple(out.shape)}: that looks like a matrix of similarities; return one label "
-            f"per test vector, shape {shape} (the argmax over the classes)"
+            tr(
+                f"the result has shape {tuple(out.shape)}: that looks like a matrix of similarities; return one label "
+                f"per test vector, shape {shape} (the argmax over the classes)",
+                f"结果的形状是 {tuple(out.shape)}：这看起来像一个相似度矩阵；要为每个测试向量返回一个标签，"
+                f"形状为 {shape}（在类上取 argmax）。",
+            )
         )
-    expect_tensor(out, "the result", shape, "= (t,), one label per test vector")
+    expect_tensor(
+        out, tr("the result", "结果"), shape, tr("= (t,), one label per test vector", "= (t,)，每个测试向量一个标签")
+    )
     expect(
         not out.is_floating_point() or bool((out == out.round()).all()),
-        "the labels should be whole numbers (class indices), not similarities",
+        tr(
+            "the labels should be whole numbers (class indices), not similarities",
+            "标签应是整数（类的编号），而不是相似度",
+        ),
     )
     labels = out.detach().long()
     expected = reference_centroid_classifier(train_vectors, train_labels, test_vectors)
@@ -112,17 +137,21 @@ def _check_classifier(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
         return
     for hint, wrong in _classifier_mistakes(train_vectors, train_labels, test_vectors).items():
         if torch.equal(labels, wrong):
-            raise ExerciseMistake(hint + ".")
+            raise ExerciseMistake(hint + tr(".", "。"))
     wrong_count = int((labels != expected).sum())
     raise ExerciseMistake(
-        f"{wrong_count} of {shape[0]} labels differ from the expected ones: the centroid of class c is the mean of "
-        "the training vectors labelled c, scaled to length 1"
+        tr(
+            f"{wrong_count} of {shape[0]} labels differ from the expected ones: the centroid of class c is the mean "
+            "of the training vectors labelled c, scaled to length 1",
+            f"{shape[0]} 个标签中有 {wrong_count} 个与期望值不同：类 c 的质心是标签为 c 的训练向量的均值，"
+            "再缩放到长度 1",
+        )
     )
 
 
 def check_centroid_classifier(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> bool:
     """Exercise 14.1: ``fn(train_vectors (m, d), train_labels (m,), test_vectors (t, d))`` -> (t,) labels."""
-    return report("Exercise 14.1 (classify by the nearest centroid)", lambda: _check_classifier(fn))
+    return report(CENTROID_CLASSIFIER, lambda: _check_classifier(fn))
 
 
 # --------------------------------------------------------------------------------------------- exercise 14.2
@@ -148,20 +177,33 @@ def _search_mistakes(queries: Tensor, chunks: Tensor, doc_ids: Tensor, k: int) -
     mean_vector = F.normalize(member.T @ F.normalize(chunks, dim=-1), dim=-1)  # (D, d): one pooled vector per doc
     best_dot = _best_per_document(queries @ chunks.T, doc_ids)
     return {
-        "these are the documents of the k best chunks, so a document can appear twice and another is missed: take "
-        "each document's best chunk first (its score is the largest cosine among its chunks), then the top k "
-        "documents": doc_ids[cosine.topk(k, dim=-1).indices],
-        "that ranks the documents by the mean cosine of their chunks, so one long document with many weak chunks "
-        "hides its one good chunk: a document's score is its best chunk's cosine (the maximum)": mean_cosine.topk(
-            k, dim=-1
-        ).indices,
-        "that ranks the documents by one averaged vector each; score every chunk by itself and keep each "
-        "document's best chunk": (F.normalize(queries, dim=-1) @ mean_vector.T).topk(k, dim=-1).indices,
-        "these rank by the largest dot products: long vectors win. Normalise queries and chunks to length 1 first, "
-        "so the dot product is the cosine": best_dot.topk(k, dim=-1).indices,
-        "these are the least similar documents: sort from the largest score down": _best_per_document(cosine, doc_ids)
-        .topk(k, dim=-1, largest=False)
-        .indices,
+        tr(
+            "these are the documents of the k best chunks, so a document can appear twice and another is missed: "
+            "take each document's best chunk first (its score is the largest cosine among its chunks), then the top "
+            "k documents",
+            "这些是 k 个最佳文本块所属的文档，所以一个文档可能出现两次，另一个却被漏掉：要先取每个文档的最佳文本块"
+            "（文档的分数是它的文本块中最大的余弦），再取前 k 个文档",
+        ): doc_ids[cosine.topk(k, dim=-1).indices],
+        tr(
+            "that ranks the documents by the mean cosine of their chunks, so one long document with many weak chunks "
+            "hides its one good chunk: a document's score is its best chunk's cosine (the maximum)",
+            "这是按文本块的平均余弦给文档排序，于是一篇有很多弱文本块的长文档会埋没它唯一的好文本块："
+            "文档的分数是它最佳文本块的余弦（最大值）。",
+        ): mean_cosine.topk(k, dim=-1).indices,
+        tr(
+            "that ranks the documents by one averaged vector each; score every chunk by itself and keep each "
+            "document's best chunk",
+            "这是用每个文档的一个平均向量给文档排序；要给每个文本块单独打分，并保留每个文档的最佳文本块",
+        ): (F.normalize(queries, dim=-1) @ mean_vector.T).topk(k, dim=-1).indices,
+        tr(
+            "these rank by the largest dot products: long vectors win. Normalise queries and chunks to length 1 "
+            "first, so the dot product is the cosine",
+            "这是按最大的点积排序：长向量会占优势。要先把查询和文本块归一化到长度 1，这样点积才是余弦",
+        ): best_dot.topk(k, dim=-1).indices,
+        tr(
+            "these are the least similar documents: sort from the largest score down",
+            "这些是最不相似的文档：要按分数从大到小排序",
+        ): _best_per_document(cosine, doc_ids).topk(k, dim=-1, largest=False).indices,
     }
 
 
@@ -171,16 +213,21 @@ def _check_search(fn: Callable[[Tensor, Tensor, Tensor, int], tuple[Tensor, Tens
     # whose best cosine is negative
     for k in (3, 1, 6):
         out = fn(queries.clone(), chunks.clone(), doc_ids.clone(), k)
+        got = type(out).__name__
         expect(
             isinstance(out, tuple) and len(out) == 2,
-            f"return a pair (scores, documents), got {type(out).__name__}",
+            tr(f"return a pair (scores, documents), got {got}", f"应返回一对 (scores, documents)，得到的是 {got}"),
         )
         scores, documents = out
         shape = (queries.shape[0], k)
         expect(
             isinstance(scores, Tensor) and isinstance(documents, Tensor),
-            f"scores and documents should both be torch.Tensors, got {type(scores).__name__} and "
-            f"{type(documents).__name__}",
+            tr(
+                f"scores and documents should both be torch.Tensors, got {type(scores).__name__} and "
+                f"{type(documents).__name__}",
+                f"scores 和 documents 都应是 torch.Tensor，得到的是 {type(scores).__name__} 和 "
+                f"{type(documents).__name__}",
+            ),
         )
         expected_scores, expected_documents = reference_document_search(queries, chunks, doc_ids, k)
         if (
@@ -190,28 +237,51 @@ def _check_search(fn: Callable[[Tensor, Tensor, Tensor, int], tuple[Tensor, Tens
             and torch.equal(scores.long(), expected_documents)
         ):
             raise ExerciseMistake(
-                "the pair is the wrong way round: return (scores, documents), the cosines first and the document "
-                "numbers second, as topk returns (values, indices)"
+                tr(
+                    "the pair is the wrong way round: return (scores, documents), the cosines first and the document "
+                    "numbers second, as topk returns (values, indices)",
+                    "这一对的顺序反了：要返回 (scores, documents)，余弦在前、文档编号在后，"
+                    "就像 topk 返回 (values, indices) 那样",
+                )
             )
         expect(
             tuple(documents.shape) == shape,
-            f"for k={k} documents have shape {tuple(documents.shape)}, expected {shape} = (queries, k)",
+            tr(
+                f"for k={k} documents have shape {tuple(documents.shape)}, expected {shape} = (queries, k)",
+                f"k={k} 时 documents 的形状是 {tuple(documents.shape)}，应为 {shape} = (queries, k)。",
+            ),
         )
         started_at_zero = (expected_scores < 0) & (scores.detach() == 0) if scores.shape == shape else None
         if started_at_zero is not None and bool(started_at_zero.any()):
             raise ExerciseMistake(
-                f"for k={k} a document whose best cosine is negative got the score 0: the per-document maximum "
-                "started from zeros (scatter_reduce keeps the starting value unless include_self=False); start it "
-                "from -inf instead"
+                tr(
+                    f"for k={k} a document whose best cosine is negative got the score 0: the per-document maximum "
+                    "started from zeros (scatter_reduce keeps the starting value unless include_self=False); start it "
+                    "from -inf instead",
+                    f"k={k} 时，一个最佳余弦为负的文档得到了分数 0：每个文档的最大值是从 0 开始算的"
+                    "（除非 include_self=False，否则 scatter_reduce 会把起始值也算进去）；要改为从 -inf 开始",
+                )
             )
         if not torch.equal(documents.long(), expected_documents):
             for hint, wrong in _search_mistakes(queries, chunks, doc_ids, k).items():
                 if torch.equal(documents.long(), wrong):
                     raise ExerciseMistake(hint)
-            raise ExerciseMistake(f"for k={k} the documents differ: expected {expected_documents.tolist()}")
-        expect_close(scores, expected_scores, f"the score tensor for k={k} (each document's best cosine, best first)")
+            raise ExerciseMistake(
+                tr(
+                    f"for k={k} the documents differ: expected {expected_documents.tolist()}",
+                    f"k={k} 时文档不对：应为 {expected_documents.tolist()}",
+                )
+            )
+        expect_close(
+            scores,
+            expected_scores,
+            tr(
+                f"the score tensor for k={k} (each document's best cosine, best first)",
+                f"k={k} 时的分数张量（每个文档的最佳余弦，从高到低）",
+            ),
+        )
 
 
 def check_document_search(fn: Callable[[Tensor, Tensor, Tensor, int], tuple[Tensor, Tensor]]) -> bool:
     """Exercise 14.2: ``fn(queries (q, d), chunks (n, d), doc_ids (n,), k)`` -> (scores, documents), both (q, k)."""
-    return report("Exercise 14.2 (search documents by their best chunk)", lambda: _check_search(fn))
+    return report(DOCUMENT_SEARCH, lambda: _check_search(fn))
