@@ -302,7 +302,7 @@ class MultiHeadAttention(nn.Module):
         len_q, len_k = q.shape[2], k.shape[2]
         if self.rope is not None:
             q = self.rope(q, offset=checks.queries_last(len_q, len_k))
-        if causal:
+        if causal and len_q > 1:  # one query, the newest position, may see every key: its causal mask is all True
             mask = combine_masks(mask, causal_mask(len_q, len_k, offset=len_k - len_q, device=q.device))
         if mask is not None:
             check_mask(mask, query.shape[0], self.num_heads, len_q, len_k)

@@ -30,6 +30,8 @@ from .training import ProgressLine
 from .variants import CausalLanguageModel
 
 STYLES = ("gpt2", "llama")
+# the model notebook 15 loads: trained in the shell with the lm task (the command is in its extra metadata)
+SHIPPED_LANGUAGE_MODEL = Path(__file__).resolve().parent / "trained_models" / "gpt_stdlib.safetensors"
 
 
 class LSTMLanguageModel(nn.Module):
@@ -277,3 +279,9 @@ def load_language_model(path: str | os.PathLike) -> tuple[nn.Module, BPETokenize
     model = build_language_model(config, tokenizer.vocab_size)
     load_model(model, str(path))
     return model.eval(), tokenizer, config, json.loads(metadata["extra"])
+
+
+def load_shipped_language_model() -> tuple[nn.Module, BPETokenizer, LMConfig, dict]:
+    """The language model that ships with the package (:data:`SHIPPED_LANGUAGE_MODEL`), as
+    :func:`load_language_model` returns it."""
+    return load_language_model(SHIPPED_LANGUAGE_MODEL)
