@@ -346,6 +346,102 @@ def bench_notebooks(names: list[str] | None) -> list[dict]:
 # ---- report --------------------------------------------------------------------------------------------
 
 
+# ---- 8. a language model on the corpus: the course's recipe against a minimal GPT's, same wall clock ---------
+
+LM_RECIPES = {
+    # a well-known minimal GPT's CPU recipe: characters as tokens, the GPT-2 style, lr 1e-3
+    "baseline: GPT-2 style, characters, lr 1e-3": dict(style="gpt2", tokenizer="char", lr=1e-3, kv_heads=None),
+    # notebook 15's: the LLaMA style with grouped K/V heads, 512 BPE tokens, lr 2e-3
+    "course: LLaMA style, 512 BPE tokens, lr 2e-3": dict(style="llama", tokenizer="bpe", lr=2e-3, kv_heads=2),
+}
+
+
+def _lm_data(tokenizer_kind: str):
+    from transformer_course.bpe import train_bpe
+    from transformer_course.corpus import load_stdlib_text
+
+    text = load_stdlib_text().text
+    cut = int(len(text) * 0.9)
+    vocab = 512 if tokenizer_kind == "bpe" else len(set(text[:cut])) + 1
+    tokenizer = train_bpe(text[:cut], vocab)
+    fast = tokenizer.to_tokenizers()
+    train_ids, held_out_ids = torch.tensor(fast.encode(text[:cut]).ids), torch.tensor(fast.encode(text[cut:]).ids)
+    return tokenizer, train_ids, held_out_ids, cut / len(train_ids), len(text) - cut
+
+
+def bench_language_model(budgets: list[float]) -> dict:
+    """Each recipe trained for each wall-clock budget (its cosine schedule sized to end there), held-out loss in
+    nats per character."""
+    from transformer_course.lm_training import (
+        LMConfig,
+        LMTrainConfig,
+        build_language_model,
+        held_out_loss,
+        train_language_model,
+    )
+
+    rows = []
+    for name, recipe in LM_RECIPES.items():
+        tokenizer, train_ids, held_out_ids, chars_per_token, held_out_chars = _lm_data(recipe["tokenizer"])
+        config = LMConfig(style=recipe["style"], num_kv_heads=recipe["kv_heads"])  # 4 x 4 heads, width 128, 64 ids
+
+        def fresh(config: LMConfig = config, vocab_size: int = tokenizer.vocab_size) -> torch.nn.Module:
+            seed_everything(0)
+            return build_language_model(config, vocab_size)
+
+        probe_config = LMTrainConfig(steps=60, warmup=5)
+        probe = train_language_model(fresh(), train_ids, held_out_ids, 64, probe_config, eval_windows=1)
+        seconds_per_step = probe.seconds / probe.steps
+        for budget in budgets:
+            steps = max(int(budget / seconds_per_step), 200)
+            train_config = LMTrainConfig(steps=steps, lr=recipe["lr"], min_lr=1e-4, warmup=100)
+            model = fresh()
+            history = train_language_model(
+                model, train_ids, held_out_ids, 64, train_config, seconds=budget, eval_windows=1
+            )
+            nats = held_out_loss(model, held_out_ids, 64) * len(held_out_ids) / held_out_chars
+            rows.append({
+                "recipe": name, "budget (s)": budget, "steps": history.steps, "planned steps": steps,
+                "seconds": history.seconds, "tokens/s": history.tokens_per_second,
+                "characters/s": history.tokens_per_second * chars_per_token,
+                "held-out nats/char": nats,
+            })  # fmt: skip
+            print(f"  {name}, {budget:.0f} s: {history.steps} steps, {nats:.3f} nats/char", flush=True)
+
+    return rows
+
+
+def bench_generation(batches: list[int]) -> list[dict]:
+    """Greedy generation of 256 new tokens by the shipped language model, with and without the KV cache."""
+    from transformer_course.corpus import load_stdlib_text
+    from transformer_course.decoding import generate
+    from transformer_course.lm_training import load_shipped_language_model
+
+    model, tokenizer, config, _ = load_shipped_language_model()
+    text = load_stdlib_text().text
+    # as in notebook 15: the first 64 tokens of the held-out text, then 256 new ones (the model's context is 320)
+    ids = tokenizer.to_tokenizers().encode(text[int(len(text) * 0.9) :]).ids
+    rows = []
+    for batch in batches:
+        prompt = torch.tensor([ids[64 * i : 64 * (i + 1)] for i in range(batch)])  # (batch, 64)
+        row: dict = {"prompts": batch, "prompt tokens": 64, "new tokens": 256, "context": config.context}
+        outputs = {}
+        for use_cache in (False, True):
+            best = float("inf")
+            for _ in range(3):
+                start = time.perf_counter()
+                with torch.no_grad():
+                    outputs[use_cache] = generate(model, prompt, 256, greedy=True, use_cache=use_cache)
+                best = min(best, time.perf_counter() - start)
+            row["with cache (tokens/s)" if use_cache else "without cache (tokens/s)"] = 256 * batch / best
+        row["speed-up"] = row["with cache (tokens/s)"] / row["without cache (tokens/s)"]
+        row["same tokens"] = "yes" if torch.equal(outputs[False], outputs[True]) else "NO"
+        rows.append(row)
+        speedup, same = row["speed-up"], row["same tokens"]
+        print(f"  generation, {batch} prompt(s), 256 new tokens: cache {speedup:.1f}x, same: {same}", flush=True)
+    return rows
+
+
 def markdown_table(rows: list[dict], columns: list[str], formats: dict[str, str]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
@@ -376,8 +472,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check that every row runs")
     parser.add_argument("--skip-notebooks", action="store_true", help="leave out the notebook timings")
     parser.add_argument(
-        "--only", type=int, nargs="+", choices=range(1, 8), default=None,
-        help="re-run only these sections (1-7) and keep the others from the existing results.json",
+        "--only", type=int, nargs="+", choices=range(1, 10), default=None,
+        help="re-run only these sections (1-9) and keep the others from the existing results.json",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="folder for results.md/json (default: benchmarks/)")
     args = parser.parse_args()
@@ -387,7 +483,7 @@ def main() -> None:
     out_dir = args.out or RESULTS_MD.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = out_dir if args.out else FIGURES
-    wanted = set(args.only or range(1, 8)) - ({7} if args.skip_notebooks else set())
+    wanted = set(args.only or range(1, 10)) - ({7} if args.skip_notebooks else set())
 
     results: dict = json.loads((out_dir / "results.json").read_text()) if args.only else {}
     results["info"] = {
@@ -438,6 +534,14 @@ def main() -> None:
     if 7 in wanted:
         print("7. notebooks", flush=True)
         results["notebooks"] = bench_notebooks(["00"] if quick else None)
+
+    if 8 in wanted:
+        print("8. a language model on the corpus, same wall clock", flush=True)
+        results["language_model"] = bench_language_model([5.0] if quick else [60.0, 120.0, 180.0])
+
+    if 9 in wanted:
+        print("9. generation with and without the KV cache (notebook 15's shipped model)", flush=True)
+        results["generation"] = bench_generation([1] if quick else [1, 8])
 
     write_report(results, out_dir)
 
@@ -567,6 +671,41 @@ def write_report(results: dict, out_dir: Path) -> None:
             f"## 7. Notebook execution times (total {total:.0f} s)",
             "",
             markdown_table(results["notebooks"], ["notebook", "seconds"], {"seconds": ".1f"}),
+        ]
+    if "language_model" in results:
+        parts += [
+            "",
+            "## 8. A language model on the corpus: held-out loss after the same training time (notebook 15)",
+            "",
+            "Both recipes: 4 blocks of width 128, 4 heads, 64 tokens of context, batches of 12, AdamW (weight decay "
+            "0.1, beta2 0.99), 100 warm-up steps, a cosine decay to 1e-4 sized to end at the budget, no dropout; "
+            "the held-out tail is the last 10% of the text. Nats per character make the two tokenizers comparable.",
+            "",
+            markdown_table(
+                results["language_model"],
+                ["recipe", "budget (s)", "steps", "tokens/s", "characters/s", "held-out nats/char"],
+                {"budget (s)": ".0f", "tokens/s": ",.0f", "characters/s": ",.0f", "held-out nats/char": ".3f"},
+            ),
+        ]
+    if "generation" in results:
+        parts += [
+            "",
+            "## 9. Generation with and without the KV cache (notebook 15's shipped model, context 320, greedy)",
+            "",
+            "Each prompt is 64 tokens of the held-out text; tokens/s counts the new tokens of all prompts.",
+            "",
+            markdown_table(
+                results["generation"],
+                [
+                    "prompts",
+                    "new tokens",
+                    "without cache (tokens/s)",
+                    "with cache (tokens/s)",
+                    "speed-up",
+                    "same tokens",
+                ],  # fmt: skip
+                {"without cache (tokens/s)": ",.0f", "with cache (tokens/s)": ",.0f", "speed-up": ".1f"},
+            ),
         ]
     (out_dir / "results.md").write_text("\n".join(parts) + "\n")
     (out_dir / "results.json").write_text(json.dumps(results, indent=1) + "\n")

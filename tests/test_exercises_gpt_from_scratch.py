@@ -35,7 +35,7 @@ def _weighted_pairs(word_counts):
 
 def _unweighted(word_counts):
     pairs = Counter(pair for word in word_counts for pair in zip(word, word[1:]))  # each word counted once
-    return min(pairs, key=lambda pair: (-pairs[pair], pair)), {}
+    return min(pairs, key=lambda pair: (-pairs[pair], pair)), ex.reference_merge_step(word_counts)[1]
 
 
 def _most_common_tie(word_counts):
@@ -72,7 +72,11 @@ def _drops_duplicates(word_counts):
         (_right_to_left_merge, "scan left to right"),
         (_drops_duplicates, "never how often the word occurs"),
         (lambda wc: ex.reference_merge_step(wc)[0], "Return a tuple (pair, merged_counts)"),
-        (lambda wc: (ex.reference_merge_step(wc)[0][::-1], {}), "reversed"),
+        (lambda wc: (ex.reference_merge_step(wc)[0][::-1], ex.reference_merge_step(wc)[1]), "reversed"),
+        (
+            lambda wc: ("".join(ex.reference_merge_step(wc)[0]), ex.reference_merge_step(wc)[1]),
+            "a tuple of two symbols",
+        ),
     ],
 )
 def test_merge_checker_names_the_mistake(wrong, hint, capsys):
@@ -103,7 +107,7 @@ def test_bits_checker_accepts_the_reference_and_names_mistakes(capsys):
     for hint, wrong in mistakes.items():
         assert not ex.check_bits_per_character(wrong)
         out = capsys.readouterr().out
-        assert out.startswith("Exercise 15.3 (bits per character): not yet.") and hint in out, (hint, out)
+        assert out.startswith("Exercise 15.2 (bits per character): not yet.") and hint in out, (hint, out)
 
 
 def _greedy_without_cache(model, prompt, new):
@@ -158,9 +162,20 @@ def _prompt_one_token_at_a_time(model, prompt, new):
     return tokens
 
 
+def _argmax_without_keepdim(model, prompt, new):
+    caches, tokens = model.new_cache(), prompt
+    logits = model(prompt, caches)[:, -1]
+    for step in range(new):
+        token = logits.argmax(-1)  # (batch,): one dimension short
+        tokens = torch.cat([tokens, token], dim=1)
+        if step + 1 < new:
+            logits = model(token[:, None], caches)[:, -1]
+    return tokens
+
+
 def test_cache_checker_accepts_the_reference(capsys):
     assert ex.check_cached_generation(ex.reference_cached_generation)
-    assert capsys.readouterr().out == "Exercise 15.2 (a KV cache for generation): correct!\n"
+    assert capsys.readouterr().out == "Exercise 15.3 (a KV cache for generation): correct!\n"
 
 
 def test_reference_cached_generation_equals_the_package_generate_with_its_cache():
@@ -182,12 +197,13 @@ def test_reference_cached_generation_equals_the_package_generate_with_its_cache(
         (_one_call_too_many, "calls are enough"),
         (_prompt_one_token_at_a_time, "feed the whole prompt"),
         (lambda model, prompt, new: ex.reference_cached_generation(model, prompt, new)[:, prompt.shape[1] :], "shape"),
+        (_argmax_without_keepdim, "keepdim=True"),
     ],
 )
 def test_cache_checker_names_the_mistake(wrong, hint, capsys):
     assert not ex.check_cached_generation(wrong)
     out = capsys.readouterr().out
-    assert out.startswith("Exercise 15.2 (a KV cache for generation): not yet.") and hint in out, out
+    assert out.startswith("Exercise 15.3 (a KV cache for generation): not yet.") and hint in out, out
 
 
 @pytest.fixture
@@ -199,12 +215,12 @@ def chinese():
 
 def test_checkers_speak_chinese(chinese, capsys):
     assert ex.check_merge_step(ex.reference_merge_step)
-    assert ex.check_cached_generation(ex.reference_cached_generation)
     assert ex.check_bits_per_character(ex.reference_bits_per_character)
+    assert ex.check_cached_generation(ex.reference_cached_generation)
     assert capsys.readouterr().out.splitlines() == [
         "练习 15.1（一次 BPE 合并）：正确！",
-        "练习 15.2（生成时的 KV 缓存）：正确！",
-        "练习 15.3（每字符比特数）：正确！",
+        "练习 15.2（每字符比特数）：正确！",
+        "练习 15.3（生成时的 KV 缓存）：正确！",
     ]
     for checker, wrong, hint in [
         (ex.check_merge_step, _unweighted, "乘以所在词的频数"),
@@ -219,4 +235,4 @@ def test_checkers_speak_chinese(chinese, capsys):
         raise NotImplementedError
 
     assert not ex.check_cached_generation(stub)
-    assert "练习 15.2（生成时的 KV 缓存）：尚未作答" in capsys.readouterr().out
+    assert "练习 15.3（生成时的 KV 缓存）：尚未作答" in capsys.readouterr().out

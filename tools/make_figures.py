@@ -136,6 +136,49 @@ def benchmark_attention_scaling() -> Figure | None:
     return scaling_figure(json.loads(results.read_text())["attention_scaling"])
 
 
+def language_model_curve() -> Figure | None:
+    """Notebook 15's shipped language model: its training curve (stored beside it by ``--history-out``) and, if a
+    benchmark has run, the held-out loss of the course's recipe and the baseline's after 60, 120 and 180 s."""
+    from transformer_course.corpus import load_stdlib_text
+    from transformer_course.lm_training import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
+
+    history_path = SHIPPED_LANGUAGE_MODEL.with_suffix(".history.json")
+    if not history_path.exists():
+        return None
+    history = json.loads(history_path.read_text())
+    _, tokenizer, _, _ = load_shipped_language_model()
+    text = load_stdlib_text().text
+    cut = int(len(text) * 0.9)
+    tokens_per_char = {
+        "train": len(tokenizer.to_tokenizers().encode(text[:cut]).ids) / cut,
+        "held out": len(tokenizer.to_tokenizers().encode(text[cut:]).ids) / (len(text) - cut),
+    }
+    bits = 1 / torch.log(torch.tensor(2.0)).item()
+    results = ROOT / "benchmarks" / "results.json"
+    budgets = json.loads(results.read_text()).get("language_model", []) if results.exists() else []
+    fig, axes = plt.subplots(1, 2 if budgets else 1, figsize=(11 if budgets else 6, 3.8), squeeze=False)
+    ax = axes[0, 0]
+    loss = torch.tensor(history["loss"])
+    smooth = loss.unfold(0, 50, 10).mean(dim=1) * tokens_per_char["train"] * bits
+    ax.plot(torch.arange(len(smooth)) * 10 + 50, smooth, color="C0", alpha=0.6, label="training (mean of 50 steps)")
+    held_out = [e * tokens_per_char["held out"] * bits for e in history["eval_loss"]]
+    ax.plot(history["eval_steps"], held_out, "o-", color="C1", label="held-out text")
+    ax.set(xlabel="step", ylabel="bits per character", title="The shipped GPT (LLaMA style, 512 BPE tokens)")
+    ax.set_ylim(1.0, 3.5)
+    ax.legend()
+    if budgets:
+        ax = axes[0, 1]
+        for i, recipe in enumerate(dict.fromkeys(row["recipe"] for row in budgets)):
+            rows = [row for row in budgets if row["recipe"] == recipe]
+            ax.plot([r["budget (s)"] for r in rows], [r["held-out nats/char"] * bits for r in rows], "o-",
+                    color=f"C{i + 2}", label=recipe)  # fmt: skip
+        ax.set(xlabel="training time (s), 2 CPU cores", ylabel="held-out bits per character",
+               title="The same wall clock: notebook 15's recipe vs a minimal GPT's")  # fmt: skip
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 # name -> (function that draws it, the notebook that explains it)
 FIGURES: dict[str, tuple[Callable[[], Figure | None], str]] = {
     "architecture": (draw_architecture, "00_introduction.ipynb"),
@@ -145,6 +188,7 @@ FIGURES: dict[str, tuple[Callable[[], Figure | None], str]] = {
     "warmup_schedule": (warmup_schedule, "09_training.ipynb"),
     "alignment_map": (alignment_map, "10_decoding.ipynb"),
     "benchmark_attention_scaling": (benchmark_attention_scaling, "13_efficient_attention.ipynb"),
+    "language_model_curve": (language_model_curve, "15_gpt_from_scratch.ipynb"),
 }
 
 

@@ -4,11 +4,11 @@
      ``{("l", "o", "w"): 5, ...}``, and returns ``(pair, merged_counts)``: the most frequent adjacent pair
      (counted with the words' frequencies; a tie goes to the smaller pair) and the counts with every occurrence
      of that pair merged, left to right, into one symbol.
-15.2 ``check_cached_generation(fn)``: ``fn(model, prompt, max_new_tokens)`` continues ``prompt`` (batch, len_p)
+15.2 ``check_bits_per_character(fn)``: ``fn(nats_per_token, num_tokens, num_characters)`` returns the same loss
+     in bits per character of the text.
+15.3 ``check_cached_generation(fn)``: ``fn(model, prompt, max_new_tokens)`` continues ``prompt`` (batch, len_p)
      greedily with a KV cache: the whole prompt once, then only the newest token per step, the same tokens as
      uncached greedy generation.
-15.3 ``check_bits_per_character(fn)``: ``fn(nats_per_token, num_tokens, num_characters)`` returns the same loss
-     in bits per character of the text.
 
 Each checker prints one line of feedback and returns ``True`` only for a correct answer.
 """
@@ -27,8 +27,8 @@ from ._core import Exercise, ExerciseMistake, expect, expect_tensor, report, tr
 Word = tuple[str, ...]
 
 MERGE_STEP = Exercise("15.1", "one BPE merge", "一次 BPE 合并")
-CACHED_GENERATION = Exercise("15.2", "a KV cache for generation", "生成时的 KV 缓存")
-BITS_PER_CHARACTER = Exercise("15.3", "bits per character", "每字符比特数")
+BITS_PER_CHARACTER = Exercise("15.2", "bits per character", "每字符比特数")
+CACHED_GENERATION = Exercise("15.3", "a KV cache for generation", "生成时的 KV 缓存")
 
 
 def reference_merge_step(word_counts: Mapping[Word, int]) -> tuple[tuple[str, str], dict[Word, int]]:
@@ -54,15 +54,15 @@ def reference_merge_step(word_counts: Mapping[Word, int]) -> tuple[tuple[str, st
 
 
 def reference_bits_per_character(nats_per_token: float, num_tokens: int, num_characters: int) -> float:
-    """Reference solution of exercise 15.3: nats per token -> bits per character."""
+    """Reference solution of exercise 15.2: nats per token -> bits per character."""
     return nats_per_token * num_tokens / num_characters / math.log(2)
 
 
 # The frequency of "ab" (3 words x 1) loses to "cd" (1 word x 5) only when counts are weighted; "aaa" tests the
 # left-to-right merge; ("x", "y") and ("y", "z") tie on purpose.
 _MERGE_CASES: tuple[dict[Word, int], ...] = (
-    {("a", "b", "x"): 1, ("a", "b", "y"): 1, ("a", "b", "z"): 1, ("c", "d"): 5},
     {("a", "a", "a"): 4, ("b", "a"): 1},
+    {("a", "b", "x"): 1, ("a", "b", "y"): 1, ("a", "b", "z"): 1, ("c", "d"): 5},
     {("y", "z"): 2, ("x", "y"): 2},
     {(" ", "t", "h", "e"): 10, ("t", "h", "e", "n"): 3, (" ", "t", "o"): 4},
 )
@@ -84,6 +84,13 @@ def _check_merge_step(fn: Callable[[Mapping[Word, int]], tuple[tuple[str, str], 
             ),
         )
         pair, merged = answer
+        expect(
+            isinstance(pair, tuple | list) and len(pair) == 2,
+            tr(
+                f"return the pair as a tuple of two symbols, such as ('a', 'b'), got {pair!r:.40}",
+                f"符号对应以两个符号的元组返回，例如 ('a', 'b')，得到的是 {pair!r:.40}",
+            ),
+        )
         best, expected = reference_merge_step(case)
         pair = tuple(pair) if isinstance(pair, list | tuple) else pair
         if pair != best:
@@ -201,13 +208,13 @@ def _check_bits_per_character(fn: Callable[[float, int, int], float]) -> None:
 
 
 def check_bits_per_character(fn: Callable[[float, int, int], float]) -> bool:
-    """Exercise 15.3: ``fn(nats_per_token, num_tokens, num_characters)`` must return bits per character."""
+    """Exercise 15.2: ``fn(nats_per_token, num_tokens, num_characters)`` must return bits per character."""
     return report(BITS_PER_CHARACTER, lambda: _check_bits_per_character(fn))
 
 
 @torch.no_grad()
 def reference_cached_generation(model: nn.Module, prompt: Tensor, max_new_tokens: int) -> Tensor:
-    """Reference solution of exercise 15.2: greedy generation with a KV cache.
+    """Reference solution of exercise 15.3: greedy generation with a KV cache.
 
     prompt (batch, len_p) -> (batch, len_p + max_new_tokens): the whole prompt is fed once, then each step feeds
     only the token it just chose; the cache holds the keys and values of everything before.
@@ -275,7 +282,19 @@ def _check_cached_generation(fn: Callable[[nn.Module, Tensor, int], Tensor]) -> 
         recorder = _RecordingModel(model)
         with torch.no_grad():
             expected = generate(model, prompt, new, greedy=True)  # uncached: the whole prefix at every step
-            answer = fn(recorder, prompt.clone(), new)
+            try:
+                answer = fn(recorder, prompt.clone(), new)
+            except RuntimeError as error:
+                if "same number of dimensions" not in str(error):
+                    raise
+                raise ExerciseMistake(
+                    tr(
+                        "torch.cat got tensors of different ranks: logits.argmax(dim=-1) gives (batch,); "
+                        "argmax(dim=-1, keepdim=True) keeps the (batch, 1) shape that tokens and the model expect",
+                        "torch.cat 收到了维数不同的张量：logits.argmax(dim=-1) 的形状是 (batch,)；"
+                        "argmax(dim=-1, keepdim=True) 才保留词元序列和模型需要的 (batch, 1) 形状",
+                    )
+                ) from None
         batch, length = prompt.shape
         expect_tensor(
             answer, tr("the returned tensor", "返回的张量"), (batch, length + new), "(batch, len_p + max_new_tokens)"
@@ -305,11 +324,13 @@ def _check_cached_generation(fn: Callable[[nn.Module, Tensor, int], Tensor]) -> 
             ),
         )
         fed = [positions for positions, _ in recorder.calls]
+        first = fed[0] if fed else 0
         expect(
             bool(fed) and fed[0] == length,
             tr(
-                f"the first call fed {fed[0] if fed else 0} positions; feed the whole prompt ({length}) once",
-                f"第一次调用输入了 {fed[0] if fed else 0} 个位置；应一次输入整个提示（{length} 个）",
+                f"the first call fed {first} position{'' if first == 1 else 's'}; "
+                f"feed the whole prompt ({length}) once",
+                f"第一次调用输入了 {first} 个位置；应一次输入整个提示（{length} 个）",
             ),
         )
         expect(
@@ -336,5 +357,5 @@ def _check_cached_generation(fn: Callable[[nn.Module, Tensor, int], Tensor]) -> 
 
 
 def check_cached_generation(fn: Callable[[nn.Module, Tensor, int], Tensor]) -> bool:
-    """Exercise 15.2: ``fn(model, prompt, max_new_tokens)`` must generate greedily with one KV cache."""
+    """Exercise 15.3: ``fn(model, prompt, max_new_tokens)`` must generate greedily with one KV cache."""
     return report(CACHED_GENERATION, lambda: _check_cached_generation(fn))
