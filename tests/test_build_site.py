@@ -1,4 +1,5 @@
-"""The course site builds from the committed notebooks, and nothing on it is loaded from outside the site."""
+"""The course site builds from the committed notebooks, in English and Chinese (zh/), and nothing on it is loaded
+from outside the site."""
 
 from __future__ import annotations
 
@@ -6,8 +7,18 @@ import re
 
 import nbformat
 
-from tools.build_site import COLAB_BADGE, default_slide_type, with_slide_metadata
+from tools.build_site import (
+    COLAB_BADGE,
+    chinese_landing_page,
+    chinese_notebooks,
+    default_slide_type,
+    english_chapters,
+    link_decks,
+    link_untranslated_to_english,
+    with_slide_metadata,
+)
 from tools.course_notebooks import notebook_paths
+from tools.translations import CJK
 
 # an attribute that makes the browser fetch something when the page is shown (links the reader clicks are fine)
 FETCHED = re.compile(r"""<(?:script|img|link|iframe|source)\b[^>]*\b(?:src|href)=["'](https?:)?//""", re.IGNORECASE)
@@ -52,3 +63,97 @@ def test_no_page_fetches_anything_from_outside_the_site(built_site):
         assert COLAB_BADGE not in text, f"{page.relative_to(built_site)} shows the Colab badge from Colab's site"
     for library in ["mathjax/tex-chtml-full.js", "reveal.js/dist/reveal.js", "require.js", "jquery.min.js"]:
         assert (built_site / "_static" / library).exists(), library
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The Chinese edition: a second book in zh/, with the Chinese notebooks that exist (notebooks/zh/)
+
+HREF = re.compile(r"""\b(?:href|src)=["']([^"'#?]+)(?:[#?][^"']*)?["']""")
+
+
+def _local_links(page):
+    """The targets of a page's relative links and sources (not URLs, anchors or queries), as paths."""
+    for target in HREF.findall(page.read_text(encoding="utf-8")):
+        if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target) and not target.startswith(("/", "?")):
+            yield target, (page.parent / target).resolve()
+
+
+def test_the_chinese_landing_page_lists_the_chinese_notebooks():
+    zh = chinese_notebooks()
+    template = "# 标题\n\n<!-- zh-notebooks: the list -->\n\n尾注\n"
+    page = chinese_landing_page(template, zh)
+    assert page.startswith("# 标题\n\n") and page.endswith("\n\n尾注\n") and "<!-- zh-notebooks" not in page
+    for path in zh:
+        assert f"(../notebooks/zh/{path.stem}.ipynb)" in page
+        assert f'href="../slides/{path.stem}.slides.html"' in page
+    for path in english_chapters():
+        if path.name not in {p.name for p in zh}:
+            assert f'href="../../notebooks/{path.stem}.html"' in page, f"{path.stem}'s English page is not linked"
+    nothing_yet = chinese_landing_page(template, [])
+    assert CJK.search(nothing_yet) and all(
+        f'href="../../notebooks/{p.stem}.html"' in nothing_yet for p in english_chapters()
+    )
+
+
+def test_a_deck_links_to_the_other_notebooks_decks():
+    source = "Next: [05 · Heads](05_multi_head_attention.ipynb), [06](06_masks.ipynb)"
+    nb = link_decks(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(source)]))
+    assert nb.cells[0].source == "Next: [05 · Heads](05_multi_head_attention.slides.html), [06](06_masks.slides.html)"
+    nb = link_decks(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(source)]), {"06_masks.ipynb"})
+    assert nb.cells[0].source.endswith("[06](../../slides/06_masks.slides.html)")
+
+
+def test_links_to_notebooks_without_a_chinese_version_open_the_english_page():
+    cell = nbformat.v4.new_markdown_cell(
+        "下一章：[05 · 多头注意力](05_multi_head_attention.ipynb#x)，[04](04_a.ipynb)。"
+    )
+    nb = link_untranslated_to_english(nbformat.v4.new_notebook(cells=[cell]), {"04_a.ipynb"})
+    assert nb.cells[0].source == (
+        '下一章：<a href="../../../notebooks/05_multi_head_attention.html#x">05 · 多头注意力</a>，[04](04_a.ipynb)。'
+    )
+
+
+def test_the_chinese_edition_has_a_page_and_a_deck_per_chinese_notebook(built_site):
+    zh_site = built_site / "zh"
+    zh = chinese_notebooks()
+    landing_page = zh_site / "site" / "index.html"
+    landing = landing_page.read_text(encoding="utf-8")
+    assert '<html lang="zh-CN"' in landing
+    for path in zh:
+        page = zh_site / "notebooks" / "zh" / f"{path.stem}.html"
+        deck = zh_site / "slides" / f"{path.stem}.slides.html"
+        assert page.exists() and deck.exists(), path.stem
+        assert "mathjax/tex-chtml-full.js" in deck.read_text(encoding="utf-8")
+        text = page.read_text(encoding="utf-8")
+        assert f"/blob/main/notebooks/zh/{path.name}" in text, f"{path.stem}'s page does not open the Chinese notebook"
+        assert "尚未作答" in text or "not attempted yet" not in text, f"{path.stem} shows English checker lines"
+        assert f'href="../notebooks/zh/{path.stem}.html"' in landing, (
+            f"the Chinese landing page does not link {path.stem}"
+        )
+        assert f'href="../slides/{path.stem}.slides.html"' in landing, f"no Chinese slides for {path.stem}"
+    decks = sorted(p.name for p in (zh_site / "slides").glob("*.slides.html"))
+    assert decks == [f"{p.stem}.slides.html" for p in zh], "a Chinese deck of a notebook that has no Chinese version"
+    for library in ["mathjax/tex-chtml-full.js", "reveal.js/dist/reveal.js", "require.js", "jquery.min.js"]:
+        assert (zh_site / "_static" / library).exists(), f"zh/_static/{library}: the Chinese book works on its own"
+    assert (zh_site / "search.html").exists() and (zh_site / "index.html").exists()
+
+
+def test_the_two_landing_pages_link_to_each_other(built_site):
+    english = built_site / "site" / "index.html"
+    chinese = built_site / "zh" / "site" / "index.html"
+    assert (english.parent / "../zh/site/index.html").resolve() == chinese.resolve()
+    assert 'href="../zh/site/index.html"' in english.read_text(encoding="utf-8"), "no link to the Chinese edition"
+    assert 'href="../../site/index.html"' in chinese.read_text(encoding="utf-8"), "no link back to the English site"
+
+
+def test_every_link_on_the_site_leads_somewhere(built_site):
+    """Pages and decks of both books: a link between the books, to a notebook with no Chinese version yet (its
+    English page), or from a deck to another notebook (that notebook's deck) opens a file of the site."""
+    pages = [p for p in built_site.rglob("*.html") if "_static" not in p.parts]
+    broken = [
+        f"{page.relative_to(built_site)} -> {target}"
+        for page in pages
+        for target, path in _local_links(page)
+        if not path.exists()
+    ]
+    assert not broken, f"{len(broken)} broken links: {broken[:10]}"

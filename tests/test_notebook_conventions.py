@@ -2,7 +2,8 @@
 
 nbval re-runs the notebooks and compares outputs; this file checks what nbval cannot: that the stored outputs
 come from one clean top-to-bottom run, hold no machine-specific text, and that each notebook has the parts a
-reader relies on.
+reader relies on. The Chinese notebooks (notebooks/zh/, built by ``python tools/translations.py build``; nbval
+does not run them) keep the same conventions in Chinese: title, Colab badge, goals, summary and setup cell.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import nbformat
 import pytest
 
 from tools.course_notebooks import NOTEBOOK_NAME, NOTEBOOKS, colab_badge, colab_setup_block, notebook_paths
+from tools.translations import setup_lines, translated_badge, translated_notebooks
 
 PATHS = notebook_paths()
 MACHINE_PATH = re.compile(r"(/root/|/home/|/tmp/|/work/|/Users/|site-packages|[A-Za-z]:\\\\)")
@@ -23,6 +25,10 @@ FLOAT_NOISE = re.compile(r"\b\d\.\d+e-(0[5-9]|[1-9]\d)\b")
 LIBRARY_VERSION = re.compile(r"\b(torch|numpy|python|matplotlib)[ =:]+v?\d+\.\d+", re.IGNORECASE)
 IGNORE_MARKER = "# NBVAL_IGNORE_OUTPUT"
 TITLE = re.compile(r"^# (\d\d) · .+\(.*[\u4e00-\u9fff]+.*\)\s*$", re.MULTILINE)
+# the Chinese title: "# 04 · 缩放点积注意力（Scaled dot-product attention）", Chinese before the full-width
+# parentheses, the English title (Latin letters) inside them
+ZH_TITLE = re.compile(r"^# (\d\d) · (?=[^（\n]*[\u4e00-\u9fff])[^（\n]+（[^）\n]*[A-Za-z][^）\n]*）\s*$", re.MULTILINE)
+ZH_PATHS = translated_notebooks("zh")
 
 
 def _compared(cell) -> bool:
@@ -120,3 +126,48 @@ class TestNotebook:
             assert len(lines) > 1 and lines[1].lstrip().startswith("#"), (
                 f"cell {i}: the line after {IGNORE_MARKER} must be a comment saying why its output differs"
             )
+
+
+def translated_notebook_problems(nb: nbformat.NotebookNode, name: str) -> list[str]:
+    """What keeps a Chinese notebook (``name`` is its file name) from the course's conventions: the title
+    ``# NN · 中文（English）``, the Colab badge opening notebooks/zh/, the 学习目标 and 小结 headings, the shared
+    setup cell that sets the checkers' language."""
+    found = []
+    first = nb.cells[0] if nb.cells else None
+    if first is None or first.cell_type != "markdown":
+        return ["the first cell must be markdown with the title and the Colab badge"]
+    match = ZH_TITLE.search(first.source)
+    if not match:
+        found.append("the first cell must start with '# NN · 中文标题（English title）'")
+    elif match.group(1) != name[:2]:
+        found.append("the title's number must match the file name")
+    if translated_badge(name, "zh") not in first.source:
+        found.append(f"the first cell must carry the Colab badge of notebooks/zh/{name}")
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    if not re.search(r"^#+ .*学习目标", markdown, re.MULTILINE):
+        found.append("no '学习目标' heading")
+    if not re.search(r"^#+ .*小结", markdown, re.MULTILINE):
+        found.append("no '小结' heading")
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if not (code and code[0].source.startswith(colab_setup_block())):
+        found.append("the first code cell must start with tools.course_notebooks.colab_setup_block()")
+    elif not code[0].source.endswith(setup_lines("zh")):
+        found.append("the first code cell must end by setting the checkers' language: set_language('zh')")
+    return found
+
+
+def test_each_chinese_notebook_translates_an_english_one():
+    english = {p.name for p in PATHS}
+    strays = [p.name for p in (NOTEBOOKS / "zh").glob("*.ipynb") if p.name not in english]
+    assert not strays, f"notebooks/zh/ holds notebooks with no English original: {strays}"
+
+
+@pytest.mark.parametrize("path", ZH_PATHS, ids=[p.name for p in ZH_PATHS])
+class TestChineseNotebook:
+    def test_title_badge_goals_summary_and_setup(self, path):
+        problems = translated_notebook_problems(nbformat.read(path, as_version=4), path.name)
+        assert not problems, f"notebooks/zh/{path.name}: " + "; ".join(problems)
+
+    def test_kernelspec_is_python3(self, path):
+        nb = nbformat.read(path, as_version=4)
+        assert nb.metadata.get("kernelspec", {}).get("name") == "python3"

@@ -3,6 +3,7 @@
     python tools/build_site.py                # the book and every deck into _site/
     python tools/build_site.py --slides-only  # only the slides (into _site/slides/)
     python tools/build_site.py 03 04          # the book, and the decks of some notebooks only
+    python tools/build_site.py --language en  # only the English site (default: English and Chinese)
 
 The book is `jupyter-book build` of the committed notebooks (no re-execution), with its configuration, table of
 contents and landing page in site/. Nothing on a built page is loaded from a CDN: MathJax, reveal.js, require.js
@@ -13,12 +14,20 @@ Slides come from the notebooks' own cells: each cell's ``metadata.slideshow.slid
 break. Cells without one get a default from their heading (a "#"/"##" heading starts a slide, "###" a
 sub-slide, everything else continues the current slide); ``--annotate`` writes those defaults into the
 notebooks, so a teacher can then adjust them in JupyterLab's property inspector.
+
+The Chinese edition is a second book in _site/zh/, laid out as the English one (_site/zh/site/index.html, its
+notebooks in _site/zh/notebooks/zh/, its decks in _site/zh/slides/, its own _static/), so it also works on its
+own. It holds the Chinese notebooks that exist (notebooks/zh/, built by ``python tools/translations.py build``):
+its table of contents and landing page (from site/index.zh-CN.md) are written at build time into a scratch copy
+of the sources, where a link to a notebook with no Chinese version yet opens the English page instead. The two
+landing pages link to each other.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,10 +35,12 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+import yaml
 from nbconvert import SlidesExporter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.course_notebooks import ROOT, notebook_paths  # noqa: E402
+from tools.course_notebooks import NOTEBOOKS, ROOT, notebook_paths  # noqa: E402
+from tools.translations import translated_notebooks  # noqa: E402
 
 SITE = ROOT / "_site"
 SITE_SOURCE = ROOT / "site"
@@ -51,6 +62,13 @@ SLIDE_URLS = {
     "jquery_url": "../_static/jquery.min.js",
     "mathjax_url": "../_static/mathjax/tex-chtml-full.js",
 }
+LANGUAGES = ("en", "zh")
+# the Chinese book: its folder in the site, its landing page's template, what its configuration changes
+ZH_FOLDER = "zh"
+ZH_LANDING = SITE_SOURCE / "index.zh-CN.md"
+ZH_LIST_MARKER = re.compile(r"^<!-- zh-notebooks:.*-->$", re.MULTILINE)
+ZH_TITLE = "Transformer 逐步详解"
+ZH_FOOTER = "本站每个输出都是笔记本中保存的输出，与英文版相同，并由课程的测试检查。"
 
 
 def default_slide_type(cell: nbformat.NotebookNode) -> str:
@@ -104,18 +122,132 @@ def use_local_badges(out: Path) -> None:
             page.write_text(text.replace(COLAB_BADGE, local), encoding="utf-8")
 
 
-def build_book(out: Path) -> None:
-    """`jupyter-book build` of the whole course into ``out`` (any warning fails the build)."""
+def build_book(out: Path, source: Path | None = None) -> None:
+    """`jupyter-book build` of the whole course into ``out`` (any warning fails the build); of another book when
+    ``source`` holds one (with its _config.yml and _toc.yml)."""
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    root, settings = (ROOT, SITE_SOURCE) if source is None else (source, source)
     with tempfile.TemporaryDirectory() as scratch:
-        command = [str(jupyter_book), "build", str(ROOT), "--config", str(SITE_SOURCE / "_config.yml")]
-        command += ["--toc", str(SITE_SOURCE / "_toc.yml"), "--path-output", scratch, "-W", "--keep-going", "-q"]
+        command = [str(jupyter_book), "build", str(root), "--config", str(settings / "_config.yml")]
+        command += ["--toc", str(settings / "_toc.yml"), "--path-output", scratch, "-W", "--keep-going", "-q"]
         subprocess.run(command, check=True)
         shutil.copytree(Path(scratch) / "_build" / "html", out, dirs_exist_ok=True)
 
 
-def build_slides(names: list[str] | None, annotate: bool, out: Path) -> list[Path]:
-    """One reveal.js deck per notebook in ``out``/slides/, loading its libraries from ``out``/_static/."""
+def chinese_notebooks(names: list[str] | None = None) -> list[Path]:
+    """The Chinese notebooks that exist (notebooks/zh/), in order; ``names`` picks some by number or file name."""
+    paths = translated_notebooks(ZH_FOLDER)
+    if not names:
+        return paths
+    wanted = {p.name for p in notebook_paths(names)}
+    return [p for p in paths if p.name in wanted]
+
+
+def english_chapters() -> list[Path]:
+    """The notebooks the English book has a page for (site/_toc.yml), in order."""
+    toc = yaml.safe_load((SITE_SOURCE / "_toc.yml").read_text(encoding="utf-8"))
+    files = [chapter["file"] for part in toc.get("parts", []) for chapter in part.get("chapters", [])]
+    return [p for p in notebook_paths() if f"notebooks/{p.stem}" in files]
+
+
+def chinese_title(path: Path) -> str:
+    """The Chinese title of a Chinese notebook: its first heading after "NN · "."""
+    first = nbformat.read(path, as_version=4).cells[0].source.strip().splitlines()[0]
+    return first.lstrip("# ").split(" · ", 1)[-1].strip()
+
+
+def chinese_landing_page(template: str, paths: list[Path]) -> str:
+    """The Chinese landing page: ``template`` with the list of Chinese notebooks and their decks at its marker,
+    and links to the English pages of the notebooks (those in the English book) not translated yet."""
+    translated = {p.name for p in paths}
+    lines = [f"- **{p.name[:2]}** · [{chinese_title(p)}](../notebooks/zh/{p.stem}.ipynb)" for p in paths]
+    if not paths:
+        lines.append("中文笔记本尚未生成（`python tools/translations.py build`）。")
+    missing = [p for p in english_chapters() if p.name not in translated]
+    if missing:
+        links = ", ".join(f'<a href="../../notebooks/{p.stem}.html">{p.name[:2]}</a>' for p in missing)
+        lines += ["", f'<p class="untranslated">尚无中文版的笔记本（英文页面）：{links}</p>']
+    lines += ["", "## 幻灯片", "", "每个笔记本一套 reveal.js 幻灯片，由笔记本自身的单元格生成：", ""]
+    lines.append('<ul class="slide-links">')
+    lines += [f'  <li><a href="../slides/{p.stem}.slides.html">{p.name[:2]}</a></li>' for p in paths]
+    lines.append("</ul>")
+    if not ZH_LIST_MARKER.search(template):
+        raise RuntimeError(f"{ZH_LANDING.relative_to(ROOT)} has no '<!-- zh-notebooks: ... -->' line")
+    return ZH_LIST_MARKER.sub(lambda _: "\n".join(lines), template, count=1)
+
+
+NOTEBOOK_LINK = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<name>\d\d_[a-z0-9_]+\.ipynb)(?P<anchor>#[^)]*)?\)")
+
+
+def link_untranslated_to_english(nb: nbformat.NotebookNode, translated: set[str]) -> nbformat.NotebookNode:
+    """Point each link to a notebook that has no Chinese version yet at that notebook's English page (the book
+    would fail on a link to a page it does not have)."""
+
+    def to_english(match: re.Match) -> str:
+        if match["name"] in translated:
+            return match[0]
+        page = f"../../../notebooks/{match['name'].removesuffix('.ipynb')}.html{match['anchor'] or ''}"
+        return f'<a href="{page}">{match["text"]}</a>'
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = NOTEBOOK_LINK.sub(to_english, cell.source)
+    return nb
+
+
+def link_decks(nb: nbformat.NotebookNode, elsewhere: set[str] | None = None) -> nbformat.NotebookNode:
+    """In a deck, a link to another notebook opens that notebook's deck, in the same folder, or for the
+    notebooks named in ``elsewhere`` (those with no Chinese version yet) the English deck in ../../slides/."""
+
+    def to_deck(match: re.Match) -> str:
+        deck = f"{match['name'].removesuffix('.ipynb')}.slides.html"
+        folder = "../../slides/" if elsewhere and match["name"] in elsewhere else ""
+        return f"[{match['text']}]({folder}{deck})"
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = NOTEBOOK_LINK.sub(to_deck, cell.source)
+    return nb
+
+
+def stage_chinese_book(stage: Path, paths: list[Path]) -> None:
+    """The sources of the Chinese book in ``stage``, laid out as in the repository: site/index.md (the landing
+    page), site/_static/, notebooks/zh/, figures/, README.md (the landing page includes its commands), and the
+    book's _config.yml and _toc.yml."""
+    (stage / "site").mkdir(parents=True)
+    shutil.copytree(SITE_SOURCE / "_static", stage / "site" / "_static")
+    template = ZH_LANDING.read_text(encoding="utf-8")
+    (stage / "site" / "index.md").write_text(chinese_landing_page(template, paths), encoding="utf-8")
+    shutil.copy2(ROOT / "README.md", stage / "README.md")
+    if (ROOT / "figures").is_dir():
+        shutil.copytree(ROOT / "figures", stage / "figures")
+    translated = {p.name for p in paths}
+    for path in paths:
+        target = stage / "notebooks" / ZH_FOLDER / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(link_untranslated_to_english(nbformat.read(path, as_version=4), translated), target)
+    config = yaml.safe_load((SITE_SOURCE / "_config.yml").read_text(encoding="utf-8"))
+    config["title"] = ZH_TITLE
+    config["html"]["extra_footer"] = ZH_FOOTER
+    config["sphinx"]["config"]["language"] = "zh_CN"
+    (stage / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    chapters = [{"file": f"notebooks/{ZH_FOLDER}/{p.stem}"} for p in paths]
+    part = {"caption": "课程", "numbered": False, "chapters": chapters}
+    toc = {"format": "jb-book", "root": "site/index", **({"parts": [part]} if chapters else {})}
+    (stage / "_toc.yml").write_text(yaml.safe_dump(toc, allow_unicode=True, sort_keys=False), encoding="utf-8")
+
+
+def build_chinese_book(out: Path) -> None:
+    """`jupyter-book build` of the Chinese edition (the Chinese notebooks that exist) into ``out``."""
+    with tempfile.TemporaryDirectory() as scratch:
+        stage = Path(scratch) / "source"
+        stage_chinese_book(stage, chinese_notebooks())
+        build_book(out, source=stage)
+
+
+def build_slides(names: list[str] | None, annotate: bool, out: Path, paths: list[Path] | None = None) -> list[Path]:
+    """One reveal.js deck per notebook in ``out``/slides/, loading its libraries from ``out``/_static/; the
+    English notebooks unless ``paths`` names others (the Chinese ones, which ``annotate`` never writes to)."""
     exporter = SlidesExporter(
         template_name="slides_template",
         extra_template_basedirs=[str(SITE_SOURCE)],
@@ -124,11 +256,13 @@ def build_slides(names: list[str] | None, annotate: bool, out: Path) -> list[Pat
         **SLIDE_URLS,
     )
     written = []
-    for path in notebook_paths(names):
+    untranslated = {p.name for p in notebook_paths()} - {p.name for p in translated_notebooks(ZH_FOLDER)}
+    for path in notebook_paths(names) if paths is None else paths:
         nb = nbformat.read(path, as_version=4)
         nb, added = with_slide_metadata(nb)
-        if annotate and added:
+        if annotate and added and path.parent == NOTEBOOKS:
             nbformat.write(nb, path)
+        nb = link_decks(nb, None if path.parent == NOTEBOOKS else untranslated)
         body, _ = exporter.from_notebook_node(nb)
         target = out / "slides" / f"{path.stem}.slides.html"
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -137,17 +271,34 @@ def build_slides(names: list[str] | None, annotate: bool, out: Path) -> list[Pat
     return written
 
 
-def build(names: list[str] | None, slides_only: bool, annotate: bool, out: Path) -> list[Path]:
-    """Build the site into ``out``; returns the slide decks and, unless ``slides_only``, the landing page."""
+def build(
+    names: list[str] | None,
+    slides_only: bool,
+    annotate: bool,
+    out: Path,
+    languages: tuple[str, ...] = LANGUAGES,
+) -> list[Path]:
+    """Build the site into ``out`` (the Chinese edition into ``out``/zh/); returns the slide decks and, unless
+    ``slides_only``, the landing pages."""
     install_browser_libraries()
     written = []
-    if not slides_only:
-        build_book(out)
-        written.append(out / "index.html")
-    copy_browser_libraries(out)
-    written += build_slides(names, annotate, out)
-    shutil.copy2(SITE_SOURCE / "_static" / "colab-badge.svg", out / "_static" / "colab-badge.svg")
-    use_local_badges(out)
+    books = []
+    if "en" in languages:
+        books.append((out, None))
+    if "zh" in languages:
+        books.append((out / ZH_FOLDER, chinese_notebooks(names)))
+    for book, paths in books:
+        if not slides_only:
+            if paths is None:
+                build_book(book)
+            else:
+                build_chinese_book(book)
+            written.append(book / "index.html")
+        copy_browser_libraries(book)
+        written += build_slides(names, annotate, book, paths)
+        shutil.copy2(SITE_SOURCE / "_static" / "colab-badge.svg", book / "_static" / "colab-badge.svg")
+    for book, _ in reversed(books):  # the Chinese pages first, so that each book shows its own copy
+        use_local_badges(book)
     return written
 
 
@@ -157,8 +308,10 @@ def main() -> None:
     parser.add_argument("--slides-only", action="store_true", help="build only the slides")
     parser.add_argument("--annotate", action="store_true", help="write default slide types into the notebooks")
     parser.add_argument("--out", type=Path, default=SITE, help="output folder (default: _site/)")
+    parser.add_argument("--language", choices=LANGUAGES, action="append", help="en or zh (default: both)")
     args = parser.parse_args()
-    for path in build(args.names, args.slides_only, args.annotate, args.out):
+    languages = tuple(args.language or LANGUAGES)
+    for path in build(args.names, args.slides_only, args.annotate, args.out, languages):
         print(path.relative_to(args.out.parent) if path.is_relative_to(args.out.parent) else path)
 
 

@@ -1,4 +1,5 @@
-"""The translation catalogues: one Markdown file per notebook under ``translations/<language>/``.
+"""The translation catalogues: one Markdown file per notebook under ``translations/<language>/``, and the
+translated notebooks built from them under ``notebooks/<language>/``.
 
 A catalogue holds one entry per markdown cell of the English notebook, in the notebook's order::
 
@@ -13,12 +14,24 @@ again and its ``en`` updated; ``python tools/translations.py check`` names every
     python tools/translations.py skeleton 04      # write a catalogue with the English text to translate over
     python tools/translations.py check            # stale, missing or untranslated entries, per notebook
     python tools/translations.py rehash 04 CELL   # after updating a translation, record the current English hash
+    python tools/translations.py build [04 ...]   # write notebooks/zh/NN_name.ipynb from the English + catalogue
+    python tools/translations.py build --check    # only say which notebooks/zh/ files differ from a fresh build
+
+``build`` makes the Chinese notebook from the English one: each markdown cell becomes its translation (links that
+leave ``notebooks/`` get one more ``../``, the Colab badge opens the Chinese file) and records the hash of the
+English text it translates in ``metadata.translation.en_sha256``; code cells and their outputs are copied, except
+that the first code cell (the shared setup) ends with ``set_language("zh")`` and each stored "not attempted yet"
+line of an exercise checker is shown as the Chinese checker prints it. Outputs are copied, never re-executed. It
+refuses a notebook whose catalogue has problems (see ``check``).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
+import importlib
+import pkgutil
 import re
 import sys
 from dataclasses import dataclass
@@ -27,11 +40,12 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.course_notebooks import ROOT, notebook_paths  # noqa: E402
+from tools.course_notebooks import NOTEBOOK_NAME, ROOT, colab_badge, notebook_paths  # noqa: E402
 
 TRANSLATIONS = ROOT / "translations"
 MARKER = re.compile(r"^<!-- cell (?P<cell>[\w-]+) · en (?P<en>[0-9a-f]{12}) -->$", re.MULTILINE)
 CJK = re.compile(r"[\u4e00-\u9fff]")
+LANGUAGE_NAMES = {"zh": "Chinese"}
 
 
 @dataclass(frozen=True)
@@ -41,13 +55,30 @@ class Entry:
     text: str
 
 
+class CatalogueProblems(Exception):
+    """A notebook cannot be built: its catalogue is missing, stale or incomplete (``problems`` lists why)."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class UntranslatableOutput(Exception):
+    """A stored checker line names an exercise that no checker module registers (so it has no Chinese title)."""
+
+
 def source_hash(source: str) -> str:
     """The first 12 hex digits of the SHA-256 of a cell's source (UTF-8)."""
     return hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
 
 
-def catalogue_path(notebook: Path, language: str = "zh") -> Path:
-    return TRANSLATIONS / language / f"{notebook.stem}.md"
+def catalogue_path(notebook: Path, language: str = "zh", translations: Path | None = None) -> Path:
+    return (translations or TRANSLATIONS) / language / f"{notebook.stem}.md"
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it (error messages), else as it is."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def read_catalogue(path: Path) -> list[Entry]:
@@ -77,11 +108,11 @@ def markdown_cells(notebook: Path) -> list:
     return [cell for cell in nb.cells if cell.cell_type == "markdown"]
 
 
-def problems(notebook: Path, language: str = "zh") -> list[str]:
+def problems(notebook: Path, language: str = "zh", translations: Path | None = None) -> list[str]:
     """What keeps ``notebook``'s catalogue from matching it: each missing, stale, untranslated or extra entry."""
-    path = catalogue_path(notebook, language)
+    path = catalogue_path(notebook, language, translations)
     if not path.is_file():
-        return [f"{notebook.name}: no catalogue {path.relative_to(ROOT)}"]
+        return [f"{notebook.name}: no catalogue {_shown(path)}"]
     entries = {e.cell_id: e for e in read_catalogue(path)}
     found = []
     cells = markdown_cells(notebook)
@@ -100,17 +131,17 @@ def problems(notebook: Path, language: str = "zh") -> list[str]:
     return found
 
 
-def skeleton(notebook: Path, language: str = "zh") -> Path:
+def skeleton(notebook: Path, language: str = "zh", translations: Path | None = None) -> Path:
     """A catalogue with the English text in every entry, to be translated over (never committed as it is)."""
-    path = catalogue_path(notebook, language)
+    path = catalogue_path(notebook, language, translations)
     entries = [Entry(cell.id, source_hash(cell.source), cell.source) for cell in markdown_cells(notebook)]
     write_catalogue(path, entries)
     return path
 
 
-def rehash(notebook: Path, cell_id: str, language: str = "zh") -> None:
+def rehash(notebook: Path, cell_id: str, language: str = "zh", translations: Path | None = None) -> None:
     """Record that the entry for ``cell_id`` now translates the English cell as it is."""
-    path = catalogue_path(notebook, language)
+    path = catalogue_path(notebook, language, translations)
     cells = {cell.id: cell for cell in markdown_cells(notebook)}
     if cell_id not in cells:
         raise SystemExit(f"{notebook.name} has no markdown cell {cell_id}")
@@ -121,11 +152,202 @@ def rehash(notebook: Path, cell_id: str, language: str = "zh") -> None:
     write_catalogue(path, entries)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Building the translated notebooks
+
+
+def translated_path(notebook: Path, language: str = "zh") -> Path:
+    """Where the translation of ``notebook`` lives: ``notebooks/zh/NN_name.ipynb`` beside ``notebooks/NN_name``."""
+    return notebook.parent / language / notebook.name
+
+
+def setup_lines(language: str = "zh") -> str:
+    """What the translated notebook's first code cell (the shared setup) gains at its end: two lines, with the
+    blank line between an import and the code after it that ruff's import sorting asks for."""
+    return (
+        "from transformer_course.exercises import set_language\n\n"
+        f'set_language("{language}")  # the exercise checkers answer in {LANGUAGE_NAMES[language]}'
+    )
+
+
+def with_setup_lines(source: str, language: str = "zh") -> str:
+    return f"{source.rstrip()}\n\n{setup_lines(language)}"
+
+
+_LINK_TARGETS = [
+    re.compile(r"\]\(\s*<?(?P<target>[^)\s>]+)"),  # [text](target) and ![alt](target)
+    re.compile(r"""\b(?:src|href)\s*=\s*["'](?P<target>[^"']+)"""),  # <img src="..."> and <a href="...">
+    re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(?P<target>[^\s>]+)", re.MULTILINE),  # [label]: target
+]
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_SIBLING_NOTEBOOK = re.compile(r"^[^/]+\.ipynb(#.*)?$")
+
+
+def relocated_target(target: str) -> str:
+    """A link target written in ``notebooks/`` as it reads from ``notebooks/<language>/``: a link to another
+    notebook stays (it opens that notebook's translation), any other relative path gets one more ``../``
+    (``../figures/a.png`` -> ``../../figures/a.png``); URLs, anchors and absolute paths stay."""
+    if _SCHEME.match(target) or target.startswith(("#", "/", "{")) or _SIBLING_NOTEBOOK.match(target):
+        return target
+    return f"../{target}"
+
+
+def relocate_links(markdown: str) -> str:
+    """``markdown`` with every relative link and image target relocated (see :func:`relocated_target`)."""
+
+    def replace(match: re.Match) -> str:
+        start, end = (position - match.start() for position in match.span("target"))
+        return match[0][:start] + relocated_target(match["target"]) + match[0][end:]
+
+    for pattern in _LINK_TARGETS:
+        markdown = pattern.sub(replace, markdown)
+    return markdown
+
+
+def translated_badge(notebook_name: str, language: str = "zh") -> str:
+    """The "Open in Colab" badge of the translated notebook (it opens ``notebooks/<language>/NN_name.ipynb``)."""
+    return colab_badge(f"{language}/{notebook_name}")
+
+
+def translated_markdown(text: str, notebook_name: str, language: str = "zh") -> str:
+    """A catalogue entry as the translated notebook shows it: links relocated, the badge opening the translation."""
+    text = text.replace(colab_badge(notebook_name), translated_badge(notebook_name, language))
+    return relocate_links(text)
+
+
+_exercises_imported = False
+
+
+def import_exercise_checkers() -> None:
+    """Import every module of ``transformer_course.exercises``, so each exercise is registered for
+    :func:`translate_feedback`."""
+    global _exercises_imported
+    if _exercises_imported:
+        return
+    import transformer_course.exercises as exercises
+
+    for module in pkgutil.iter_modules(exercises.__path__):
+        importlib.import_module(f"{exercises.__name__}.{module.name}")
+    _exercises_imported = True
+
+
+def translated_stream_text(text: str, language: str = "zh") -> str:
+    """A stored stream output with each exercise checker's "not attempted yet" line in ``language``."""
+    from transformer_course.exercises import translate_feedback
+
+    lines = text.splitlines(keepends=True)
+    out = []
+    for line in lines:
+        body = line.rstrip("\n")
+        out.append(translate_feedback(body, language) + line[len(body) :])
+    return "".join(out)
+
+
+def translated_outputs(outputs: list, language: str = "zh") -> list:
+    outputs = copy.deepcopy(outputs)
+    for output in outputs:
+        if output.get("output_type") == "stream":
+            output["text"] = translated_stream_text(output["text"], language)
+    return outputs
+
+
+def translated_notebook(
+    notebook: Path, language: str = "zh", translations: Path | None = None
+) -> nbformat.NotebookNode:
+    """The translation of ``notebook`` (see the module's docstring); raises CatalogueProblems if its catalogue
+    does not match it."""
+    found = problems(notebook, language, translations)
+    if found:
+        raise CatalogueProblems(found)
+    import_exercise_checkers()
+    entries = {e.cell_id: e for e in read_catalogue(catalogue_path(notebook, language, translations))}
+    nb = nbformat.read(notebook, as_version=4)
+    seen_code = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            en_hash = source_hash(cell.source)
+            cell.source = translated_markdown(entries[cell.id].text, notebook.name, language)
+            cell.metadata["translation"] = {"en_sha256": en_hash}
+        elif cell.cell_type == "code":
+            if not seen_code:
+                cell.source = with_setup_lines(cell.source, language)
+                seen_code = True
+            try:
+                cell.outputs = translated_outputs(cell.outputs, language)
+            except ValueError as error:
+                raise UntranslatableOutput(f"{notebook.name}: cell {cell.id}: {error}") from error
+    nb.metadata["translation"] = {"language": language, "en_notebook": f"../{notebook.name}"}
+    return nb
+
+
+def notebook_text(nb: nbformat.NotebookNode) -> str:
+    """The notebook as ``nbformat.write`` stores it (indent 1, sorted keys, a final newline)."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def build(notebook: Path, language: str = "zh", translations: Path | None = None, target: Path | None = None) -> Path:
+    """Write the translation of ``notebook`` (to ``target``, by default notebooks/<language>/NN_name.ipynb)."""
+    target = target or translated_path(notebook, language)
+    text = notebook_text(translated_notebook(notebook, language, translations))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")
+    return target
+
+
+def _cell_name(index: int, cell) -> str:
+    return f"cell {index} ({cell.get('cell_type')} {cell.get('id', '?')})"
+
+
+def differences(actual: nbformat.NotebookNode, expected: nbformat.NotebookNode) -> list[str]:
+    """How ``actual`` differs from ``expected``, cell by cell (source, outputs, execution count, metadata, ...)."""
+    found = []
+    if len(actual.cells) != len(expected.cells):
+        found.append(f"has {len(actual.cells)} cells, a fresh build has {len(expected.cells)}")
+    for index, (got, want) in enumerate(zip(actual.cells, expected.cells)):
+        for key in sorted(set(got) | set(want)):
+            if got.get(key) != want.get(key):
+                found.append(f"{_cell_name(index, want)}: {key!r} differs from what build writes")
+    for key in sorted(set(actual.metadata) | set(expected.metadata)):
+        if actual.metadata.get(key) != expected.metadata.get(key):
+            found.append(f"notebook metadata {key!r} differs from a fresh build")
+    if (actual.nbformat, actual.nbformat_minor) != (expected.nbformat, expected.nbformat_minor):
+        found.append("its nbformat version differs from a fresh build")
+    return found
+
+
+def stale(notebook: Path, language: str = "zh", translations: Path | None = None) -> list[str]:
+    """Why notebooks/<language>/NN_name.ipynb is not what ``build`` would write now (empty if it is)."""
+    target = translated_path(notebook, language)
+    shown = _shown(target)
+    if not target.is_file():
+        return [f"{shown} does not exist: python tools/translations.py build {notebook.name[:2]}"]
+    try:
+        expected = translated_notebook(notebook, language, translations)
+    except CatalogueProblems as error:
+        return [f"{shown} cannot be rebuilt, its catalogue does not match the English notebook:"] + error.problems
+    except UntranslatableOutput as error:
+        return [f"{shown} cannot be rebuilt: {error}"]
+    actual_text = target.read_text(encoding="utf-8")
+    if actual_text == notebook_text(expected):
+        return []
+    found = differences(nbformat.reads(actual_text, as_version=4), expected)
+    return [f"{shown}: {difference}" for difference in found or ["its bytes differ from a fresh build"]]
+
+
+def translated_notebooks(language: str = "zh") -> list[Path]:
+    """The translated notebooks that exist, in order."""
+    folder = ROOT / "notebooks" / language
+    return sorted(p for p in folder.glob("*.ipynb") if NOTEBOOK_NAME.match(p.name))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["skeleton", "check", "rehash"])
+    parser.add_argument("command", choices=["skeleton", "check", "rehash", "build"])
     parser.add_argument("names", nargs="*", help="notebooks by number or name (default: all); rehash: NN CELL")
     parser.add_argument("--language", default="zh")
+    parser.add_argument("--check", action="store_true", help="build: write nothing, name the stale notebooks")
     args = parser.parse_args(argv)
     if args.command == "rehash":
         if len(args.names) != 2:
@@ -137,9 +359,33 @@ def main(argv: list[str] | None = None) -> int:
         for path in paths:
             print(f"wrote {skeleton(path, args.language).relative_to(ROOT)}")
         return 0
+    if args.command == "build":
+        return build_command(paths, args.language, args.check)
     found = [problem for path in paths for problem in problems(path, args.language)]
     print("\n".join(found) if found else f"all {len(paths)} catalogues match their notebooks")
     return 1 if found else 0
+
+
+def build_command(paths: list[Path], language: str, check_only: bool) -> int:
+    failed = 0
+    for path in paths:
+        if check_only:
+            found = stale(path, language)
+            print("\n".join(found) if found else f"{_shown(translated_path(path, language))} is up to date")
+            failed += bool(found)
+            continue
+        try:
+            print(f"wrote {_shown(build(path, language))}")
+        except CatalogueProblems as error:
+            print(f"not built: {path.name}, its catalogue does not match it:", *error.problems, sep="\n  ")
+            failed += 1
+        except UntranslatableOutput as error:
+            print(f"not built: {error}")
+            failed += 1
+    if failed:
+        verb = "are stale or missing" if check_only else "were not built"
+        print(f"{failed} of {len(paths)} translated notebooks {verb}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
