@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.chinese_feedback import assert_mistake_named_in_chinese
 from transformer_course import scaled_dot_product_attention
 from transformer_course.exercises import attention as ex
 from transformer_course.exercises._core import set_language
@@ -339,7 +340,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.chinese_feedback import assert_mistake_named_in_chinese
 from transformer_course.exercises import bert_gpt_vit as ex
 from transformer_course.exercises._core import set_language
 from transformer_course.variants import patchify, segment_ids
@@ -260,7 +261,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

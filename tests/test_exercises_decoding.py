@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from tests.chinese_feedback import assert_mistake_named_in_chinese
 from transformer_course.attention import KVCache, MultiHeadAttention
 from transformer_course.decoding import filter_logits
 from transformer_course.exercises import decoding as ex
@@ -261,7 +262,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course.corpus import WordVocabulary
 from transformer_course.exercises import embeddings as ex
-from transformer_course.exercises._core import set_language
 from transformer_course.word2vec import Word2Vec, nearest_neighbours
 
 
@@ -205,10 +205,6 @@ def test_feedback_names_the_mistake_and_the_exercise(capsys):
 # ---- the feedback in Chinese ----------------------------------------------------------------------------------------
 
 
-def _unanswered(*args):
-    raise NotImplementedError
-
-
 CHECKERS = {
     "2.1": (ex.check_cosine_matrix, ex.reference_cosine_matrix),
     "2.2": (ex.check_sgns_center_gradient, ex.reference_sgns_center_gradient),
@@ -218,14 +214,7 @@ CHECKERS = {
 
 @pytest.mark.parametrize("number", list(CHECKERS))
 def test_checkers_speak_chinese(number, capsys):
-    check, reference = CHECKERS[number]
-    set_language("zh")
-    assert check(reference)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
-    assert not check(_unanswered)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+    assert_checker_speaks_chinese(number, *CHECKERS[number], capsys)
 
 
 @pytest.mark.parametrize(
@@ -244,7 +233,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course.exercises import encoder_decoder as ex
-from transformer_course.exercises._core import set_language
 
 
 def test_shift_right_checker(capsys):
@@ -163,10 +163,6 @@ def _no_cross_attention(d_model, d_ff, num_encoder_layers, num_decoder_layers, v
     return num_encoder_layers * enc + num_decoder_layers * dec + vocab_size * d_model + vocab_size
 
 
-def _unanswered(*args):
-    raise NotImplementedError
-
-
 CHECKERS = {
     "8.1": (ex.check_shift_right, ex.shift_right_reference),
     "8.2": (ex.check_cross_attention, ex.cross_attention_reference),
@@ -176,14 +172,7 @@ CHECKERS = {
 
 @pytest.mark.parametrize("number", list(CHECKERS))
 def test_checkers_speak_chinese(number, capsys):
-    check, reference = CHECKERS[number]
-    set_language("zh")
-    assert check(reference)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
-    assert not check(_unanswered)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+    assert_checker_speaks_chinese(number, *CHECKERS[number], capsys)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +188,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

@@ -5,8 +5,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course.exercises import feed_forward_norm as ex
-from transformer_course.exercises._core import set_language
 
 LABEL_1 = "Exercise 7.1 (LayerNorm with the features in dimension 1)"
 
@@ -203,10 +203,6 @@ def test_a_crashing_answer_is_reported_not_raised(capsys):
 # ---- the feedback in Chinese ----------------------------------------------------------------------------------------
 
 
-def _unanswered(*args):
-    raise NotImplementedError
-
-
 CHECKERS = {
     "7.1": (ex.check_layer_norm_channels_first, ex.layer_norm_channels_first_reference),
     "7.2": (ex.check_residual_branch_init, ex.init_residual_branch_reference),
@@ -216,14 +212,7 @@ CHECKERS = {
 
 @pytest.mark.parametrize("number", list(CHECKERS))
 def test_checkers_speak_chinese(number, capsys):
-    check, reference = CHECKERS[number]
-    set_language("zh")
-    assert check(reference)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
-    assert not check(_unanswered)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+    assert_checker_speaks_chinese(number, *CHECKERS[number], capsys)
 
 
 @pytest.mark.parametrize(
@@ -246,7 +235,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

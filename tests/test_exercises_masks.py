@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
+from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course import causal_mask, padding_mask, scaled_dot_product_attention
 from transformer_course.exercises import masks as ex
-from transformer_course.exercises._core import set_language
 
 
 def test_reference_causal_mask_is_the_package_mask_in_additive_form():
@@ -209,10 +209,6 @@ def test_masked_softmax_checker_rejects_typical_mistakes(wrong, hint, capsys):
 # ---- the feedback in Chinese ----------------------------------------------------------------------------------------
 
 
-def _unanswered(*args):
-    raise NotImplementedError
-
-
 CHECKERS = {
     "6.1": (ex.check_causal_additive_mask, ex.reference_causal_additive_mask),
     "6.2": (ex.check_padding_mask_from_lengths, ex.reference_padding_mask_from_lengths),
@@ -222,14 +218,7 @@ CHECKERS = {
 
 @pytest.mark.parametrize("number", list(CHECKERS))
 def test_checkers_speak_chinese(number, capsys):
-    check, reference = CHECKERS[number]
-    set_language("zh")
-    assert check(reference)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
-    assert not check(_unanswered)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+    assert_checker_speaks_chinese(number, *CHECKERS[number], capsys)
 
 
 @pytest.mark.parametrize(
@@ -260,7 +249,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

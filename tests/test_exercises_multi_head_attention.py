@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
+from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course import MultiHeadAttention
 from transformer_course.exercises import multi_head_attention as ex
-from transformer_course.exercises._core import set_language
 
 
 def test_reference_split_and_merge_equal_the_package():
@@ -217,10 +217,6 @@ def test_mha_checker_rejects_typical_mistakes(wrong, hint, capsys):
 # ---- the feedback in Chinese ----------------------------------------------------------------------------------------
 
 
-def _unanswered(*args):
-    raise NotImplementedError
-
-
 CHECKERS = {
     "5.1": (ex.check_remove_head, ex.reference_remove_head),
     "5.2": (ex.check_multi_head_attention, ex.reference_multi_head_attention),
@@ -229,14 +225,7 @@ CHECKERS = {
 
 @pytest.mark.parametrize("number", list(CHECKERS))
 def test_checkers_speak_chinese(number, capsys):
-    check, reference = CHECKERS[number]
-    set_language("zh")
-    assert check(reference)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
-    assert not check(_unanswered)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+    assert_checker_speaks_chinese(number, *CHECKERS[number], capsys)
 
 
 @pytest.mark.parametrize(
@@ -259,7 +248,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
+from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course import sinusoidal_table
 from transformer_course.exercises import positional_encoding as ex
-from transformer_course.exercises._core import set_language
 
 
 def _omega(d_model: int, pair: int) -> float:
@@ -199,10 +199,6 @@ def test_halves_checker_reports_a_crash(capsys):
 # ---- the feedback in Chinese ----------------------------------------------------------------------------------------
 
 
-def _unanswered(*args):
-    raise NotImplementedError
-
-
 CHECKERS = {
     "3.1": (ex.check_read_position, ex.reference_read_position),
     "3.2": (ex.check_halves_rotation, ex.reference_halves_rotation),
@@ -211,14 +207,7 @@ CHECKERS = {
 
 @pytest.mark.parametrize("number", list(CHECKERS))
 def test_checkers_speak_chinese(number, capsys):
-    check, reference = CHECKERS[number]
-    set_language("zh")
-    assert check(reference)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
-    assert not check(_unanswered)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+    assert_checker_speaks_chinese(number, *CHECKERS[number], capsys)
 
 
 @pytest.mark.parametrize(
@@ -235,7 +224,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course.exercises import pretrained as ex
-from transformer_course.exercises._core import set_language
 
 
 def _stub(*args):
@@ -227,10 +227,6 @@ def _zeros_start(q, c, d, k):
     return best.topk(k, dim=-1)
 
 
-def _unanswered(*args):
-    raise NotImplementedError
-
-
 CHECKERS = {
     "14.1": (ex.check_centroid_classifier, ex.reference_centroid_classifier),
     "14.2": (ex.check_document_search, ex.reference_document_search),
@@ -239,14 +235,7 @@ CHECKERS = {
 
 @pytest.mark.parametrize("number", list(CHECKERS))
 def test_checkers_speak_chinese(number, capsys):
-    check, reference = CHECKERS[number]
-    set_language("zh")
-    assert check(reference)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
-    assert not check(_unanswered)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+    assert_checker_speaks_chinese(number, *CHECKERS[number], capsys)
 
 
 @pytest.mark.parametrize(
@@ -262,7 +251,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

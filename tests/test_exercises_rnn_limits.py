@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
+from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course.exercises import rnn_limits as ex
-from transformer_course.exercises._core import set_language
 from transformer_course.rnn import RNNCell, chain_jacobians, conv_layers_to_connect, unroll
 
 
@@ -180,10 +180,6 @@ def test_conv_checker_says_1_layer_not_1_layers(capsys):
 # ---- the feedback in Chinese ----------------------------------------------------------------------------------------
 
 
-def _unanswered(*args):
-    raise NotImplementedError
-
-
 CHECKERS = {
     "1.1": (ex.check_bptt_product, ex.reference_bptt_product),
     "1.2": (ex.check_input_gradient, ex.reference_input_gradient),
@@ -193,14 +189,7 @@ CHECKERS = {
 
 @pytest.mark.parametrize("number", list(CHECKERS))
 def test_checkers_speak_chinese(number, capsys):
-    check, reference = CHECKERS[number]
-    set_language("zh")
-    assert check(reference)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
-    assert not check(_unanswered)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+    assert_checker_speaks_chinese(number, *CHECKERS[number], capsys)
 
 
 @pytest.mark.parametrize(
@@ -218,7 +207,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)

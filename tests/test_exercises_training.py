@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course.exercises import training as ex
-from transformer_course.exercises._core import set_language
 from transformer_course.losses import label_smoothing_loss
 from transformer_course.schedules import noam_lr
 
@@ -253,10 +253,6 @@ def test_floor_checker_rejects_typical_mistakes(capsys):
 # ---- the feedback in Chinese ----------------------------------------------------------------------------------------
 
 
-def _unanswered(*args):
-    raise NotImplementedError
-
-
 CHECKERS = {
     "9.1": (ex.check_smoothed_loss, ex.reference_smoothed_loss),
     "9.2": (ex.check_noam_rate, ex.reference_noam_rate),
@@ -266,14 +262,7 @@ CHECKERS = {
 
 @pytest.mark.parametrize("number", list(CHECKERS))
 def test_checkers_speak_chinese(number, capsys):
-    check, reference = CHECKERS[number]
-    set_language("zh")
-    assert check(reference)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and out.endswith("正确！\n")
-    assert not check(_unanswered)
-    out = capsys.readouterr().out
-    assert out.startswith(f"练习 {number}（") and "尚未作答" in out
+    assert_checker_speaks_chinese(number, *CHECKERS[number], capsys)
 
 
 @pytest.mark.parametrize(
@@ -293,7 +282,4 @@ def test_checkers_speak_chinese(number, capsys):
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
-    set_language("zh")
-    assert not check(wrong)
-    out = capsys.readouterr().out
-    assert "：还不对。" in out and hint in out
+    assert_mistake_named_in_chinese(check, wrong, hint, capsys)
