@@ -3,16 +3,20 @@ from outside the site."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import nbformat
 
 from tools.build_site import (
     COLAB_BADGE,
+    ENGLISH_GUIDE_PAGE,
+    ZH_GLOSSARY,
     chinese_landing_page,
     chinese_notebooks,
     default_slide_type,
     english_chapters,
+    glossary_search_words,
     link_decks,
     link_untranslated_to_english,
     with_slide_metadata,
@@ -157,3 +161,54 @@ def test_every_link_on_the_site_leads_somewhere(built_site):
         if not path.exists()
     ]
     assert not broken, f"{len(broken)} broken links: {broken[:10]}"
+
+
+def test_glossary_search_words_are_the_chinese_terms_of_the_table():
+    glossary = (
+        "# 术语表\n\nText with 中文 outside the table.\n\n| English | 中文 |\n|---|---|\n"
+        "| multi-head attention | 多头注意力 |\n| Pre-LN / Post-LN | 前置归一化（Pre-LN） / 后置归一化（Post-LN） |\n"
+        "| softmax | softmax |\n| head | 头 |\n| attention heads | 多头注意力 |\n"
+    )
+    assert glossary_search_words(glossary) == ["中文", "多头注意力", "前置归一化", "后置归一化"]
+    real = glossary_search_words(ZH_GLOSSARY.read_text(encoding="utf-8"))
+    assert {"多头注意力", "位置编码", "教师强制", "标签平滑", "束搜索"} <= set(real)
+
+
+def _search_index(book):
+    """A built book's search index: its pages (docnames) and, per indexed word, the pages it is on (in a heading,
+    which Sphinx keeps in "titleterms", or in the text, "terms")."""
+    text = (book / "searchindex.js").read_text(encoding="utf-8")
+    index = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    words: dict[str, set[str]] = {}
+    for kind in ("titleterms", "terms"):
+        for word, found in index[kind].items():
+            words.setdefault(word, set()).update(
+                index["docnames"][i] for i in (found if isinstance(found, list) else [found])
+            )
+    return index["docnames"], words
+
+
+def test_the_chinese_book_indexes_whole_chinese_terms(built_site):
+    """Sphinx indexes Chinese only through jieba, and looks a typed Chinese phrase up as one word: the glossary's
+    terms must be in the index whole, on the pages that teach them."""
+    docnames, terms = _search_index(built_site / "zh")
+    expected = {
+        "多头注意力": "notebooks/zh/05_multi_head_attention",
+        "掩码": "notebooks/zh/06_masks",
+        "教师强制": "notebooks/zh/09_training",
+        "束搜索": "notebooks/zh/10_decoding",
+        "字节对编码": "notebooks/zh/15_gpt_from_scratch",
+    }
+    for word, page in expected.items():
+        assert page in terms.get(word, set()), f"the Chinese search index does not find {word} on {page}"
+    assert "docs/instructor_guide.zh-CN" in docnames, "the Chinese instructor guide is not a page of the Chinese book"
+
+
+def test_the_chinese_book_has_the_chinese_instructor_guide(built_site):
+    guide = built_site / "zh" / "docs" / "instructor_guide.zh-CN.html"
+    text = guide.read_text(encoding="utf-8")
+    assert '<html lang="zh-CN"' in text and "教师指南" in text
+    assert f'href="{ENGLISH_GUIDE_PAGE}"' in text, "the Chinese guide does not link the English guide's page"
+    assert (guide.parent / ENGLISH_GUIDE_PAGE).resolve() == (built_site / "docs" / "instructor_guide.html").resolve()
+    landing = (built_site / "zh" / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../docs/instructor_guide.zh-CN.html"' in landing, "the Chinese landing page does not link the guide"

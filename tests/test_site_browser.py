@@ -1,6 +1,6 @@
 """The built course site in headless Chromium with the network off, opened from disk as a reader behind a firewall
-would: a notebook page shows typeset maths, search finds a page, a slide deck shows its maths, and no request
-leaves the site's folder.
+would: a notebook page shows typeset maths, search finds a page, a slide deck shows its maths, the Chinese book shows a
+Chinese page with its maths and its search finds a Chinese term, and no request leaves the site's folder.
 
 Skipped, with the reason, only when no Chromium or no Playwright is installed (.ci/run installs both). With
 COURSE_SAVE_SCREENSHOTS=1 the test also saves figures/site_page.png and figures/site_slide.png for the README.
@@ -103,4 +103,32 @@ def test_a_slide_deck_renders_with_maths(offline_browser, built_site, tmp_path):
     page.wait_for_timeout(1000)
     assert page.locator(".reveal section.present mjx-container").count() > 0
     _save(page, tmp_path, "site_slide.png")
+    assert not outside, f"requests left the site: {outside[:5]}"
+
+
+def test_the_chinese_book_shows_chinese_text_and_maths(offline_browser, built_site):
+    context, outside = offline_browser
+    page = context.new_page()
+    page.goto((built_site / "zh" / "notebooks" / "zh" / "04_scaled_dot_product_attention.html").as_uri())
+    page.wait_for_selector("article mjx-container", state="attached", timeout=30_000)
+    page.wait_for_function(
+        "() => Boolean(window.MathJax && MathJax.startup && MathJax.startup.promise)", timeout=30_000
+    )
+    page.evaluate("() => MathJax.startup.promise")
+    assert page.locator("article mjx-container").count() >= 10
+    assert "缩放点积注意力" in page.locator("article h1").first.inner_text()
+    assert page.evaluate("() => document.documentElement.lang") == "zh-CN"
+    assert not outside, f"requests left the site: {outside[:5]}"
+
+
+def test_chinese_search_finds_the_page_that_teaches_a_term(offline_browser, built_site):
+    context, outside = offline_browser
+    page = context.new_page()
+    for term, notebook in [("多头注意力", "05_multi_head_attention"), ("教师强制", "09_training")]:
+        page.goto((built_site / "zh" / "search.html").as_uri() + f"?q={term}")
+        page.wait_for_selector("ul.search li a", timeout=30_000)
+        found = page.locator("ul.search li a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+        assert any(notebook in href for href in found[:3]), (term, found[:10])
+    page.goto((built_site / "zh" / "docs" / "instructor_guide.zh-CN.html").as_uri())
+    assert page.locator("article h1").first.inner_text().strip().startswith("教师指南")
     assert not outside, f"requests left the site: {outside[:5]}"

@@ -17,15 +17,17 @@ notebooks, so a teacher can then adjust them in JupyterLab's property inspector.
 
 The Chinese edition is a second book in _site/zh/, laid out as the English one (_site/zh/site/index.html, its
 notebooks in _site/zh/notebooks/zh/, its decks in _site/zh/slides/, its own _static/), so it also works on its
-own. It holds the Chinese notebooks that exist (notebooks/zh/, built by ``python tools/translations.py build``):
-its table of contents and landing page (from site/index.zh-CN.md) are written at build time into a scratch copy
-of the sources, where a link to a notebook with no Chinese version yet opens the English page instead. The two
-landing pages link to each other.
+own. It holds the Chinese notebooks that exist (notebooks/zh/, built by ``python tools/translations.py build``) and
+the Chinese instructor guide: its table of contents and landing page (from site/index.zh-CN.md) are written at build
+time into a scratch copy of the sources, where a link to a notebook with no Chinese version yet opens the English
+page instead. The two landing pages link to each other. Its search index holds Chinese words cut by jieba, with the
+glossary's terms (translations/zh/GLOSSARY.md) kept whole.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import shutil
@@ -67,6 +69,13 @@ LANGUAGES = ("en", "zh")
 ZH_FOLDER = "zh"
 ZH_LANDING = SITE_SOURCE / "index.zh-CN.md"
 ZH_LIST_MARKER = re.compile(r"^<!-- zh-notebooks:.*-->$", re.MULTILINE)
+ZH_GUIDE = ROOT / "docs" / "instructor_guide.zh-CN.md"
+# the Chinese guide's link to its English version, and where that version is from the Chinese book's docs/ folder
+ZH_GUIDE_ENGLISH_LINK = "[English](instructor_guide.md)"
+ENGLISH_GUIDE_PAGE = "../../docs/instructor_guide.html"
+# the course's Chinese terms, which the Chinese book's search index keeps whole (jieba alone cuts 多头注意力 into
+# 多头 and 注意力, and Sphinx's search box looks a typed Chinese phrase up as one word)
+ZH_GLOSSARY = ROOT / "translations" / "zh" / "GLOSSARY.md"
 ZH_TITLE = "Transformer 逐步详解"
 ZH_FOOTER = "本站每个输出都是笔记本中保存的输出，与英文版相同，并由课程的测试检查。"
 
@@ -176,6 +185,17 @@ def chinese_landing_page(template: str, paths: list[Path]) -> str:
     return ZH_LIST_MARKER.sub(lambda _: "\n".join(lines), template, count=1)
 
 
+def glossary_search_words(glossary: str) -> list[str]:
+    """The Chinese words of the glossary's table (its second column), each run of two or more Chinese characters, in
+    order and without repeats: 多头注意力, 层归一化, 位置编码, ..."""
+    words: dict[str, None] = {}
+    for line in glossary.splitlines():
+        columns = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.lstrip().startswith("|") and len(columns) == 2:
+            words.update(dict.fromkeys(re.findall(r"[\u4e00-\u9fff]{2,}", columns[1])))
+    return list(words)
+
+
 NOTEBOOK_LINK = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<name>\d\d_[a-z0-9_]+\.ipynb)(?P<anchor>#[^)]*)?\)")
 
 
@@ -212,8 +232,9 @@ def link_decks(nb: nbformat.NotebookNode, elsewhere: set[str] | None = None) -> 
 
 def stage_chinese_book(stage: Path, paths: list[Path]) -> None:
     """The sources of the Chinese book in ``stage``, laid out as in the repository: site/index.md (the landing
-    page), site/_static/, notebooks/zh/, figures/, README.md (the landing page includes its commands), and the
-    book's _config.yml and _toc.yml."""
+    page), site/_static/, notebooks/zh/, docs/instructor_guide.zh-CN.md (the Chinese instructor guide, its link
+    to the English guide pointed at the English book's page), figures/, README.md (the landing page includes its
+    commands), and the book's _config.yml and _toc.yml."""
     (stage / "site").mkdir(parents=True)
     shutil.copytree(SITE_SOURCE / "_static", stage / "site" / "_static")
     template = ZH_LANDING.read_text(encoding="utf-8")
@@ -221,6 +242,15 @@ def stage_chinese_book(stage: Path, paths: list[Path]) -> None:
     shutil.copy2(ROOT / "README.md", stage / "README.md")
     if (ROOT / "figures").is_dir():
         shutil.copytree(ROOT / "figures", stage / "figures")
+    guide = ZH_GUIDE.read_text(encoding="utf-8")
+    if ZH_GUIDE_ENGLISH_LINK not in guide:
+        raise RuntimeError(
+            f"{ZH_GUIDE.relative_to(ROOT)} no longer links its English version as {ZH_GUIDE_ENGLISH_LINK}"
+        )
+    # the English guide is a page of the English book, not of this one
+    guide = guide.replace(ZH_GUIDE_ENGLISH_LINK, f'<a href="{ENGLISH_GUIDE_PAGE}">English</a>')
+    (stage / "docs").mkdir()
+    (stage / "docs" / ZH_GUIDE.name).write_text(guide, encoding="utf-8")
     translated = {p.name for p in paths}
     for path in paths:
         target = stage / "notebooks" / ZH_FOLDER / path.name
@@ -230,15 +260,21 @@ def stage_chinese_book(stage: Path, paths: list[Path]) -> None:
     config["title"] = ZH_TITLE
     config["html"]["extra_footer"] = ZH_FOOTER
     config["sphinx"]["config"]["language"] = "zh_CN"
+    search_words = stage / "search_words.txt"  # a jieba user dictionary: one word a line
+    search_words.write_text("\n".join(glossary_search_words(ZH_GLOSSARY.read_text(encoding="utf-8"))) + "\n", "utf-8")
+    config["sphinx"]["config"]["html_search_options"] = {"dict": str(search_words)}
     (stage / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
     chapters = [{"file": f"notebooks/{ZH_FOLDER}/{p.stem}"} for p in paths]
-    part = {"caption": "课程", "numbered": False, "chapters": chapters}
-    toc = {"format": "jb-book", "root": "site/index", **({"parts": [part]} if chapters else {})}
+    course = [{"caption": "课程", "numbered": False, "chapters": chapters}] if chapters else []
+    teaching = {"caption": "教学", "chapters": [{"file": f"docs/{ZH_GUIDE.stem}"}]}
+    toc = {"format": "jb-book", "root": "site/index", "parts": [*course, teaching]}
     (stage / "_toc.yml").write_text(yaml.safe_dump(toc, allow_unicode=True, sort_keys=False), encoding="utf-8")
 
 
 def build_chinese_book(out: Path) -> None:
     """`jupyter-book build` of the Chinese edition (the Chinese notebooks that exist) into ``out``."""
+    if importlib.util.find_spec("jieba") is None:  # without it Sphinx silently indexes no Chinese word at all
+        raise RuntimeError("the Chinese book's search index needs jieba: pip install -r requirements-dev.txt")
     with tempfile.TemporaryDirectory() as scratch:
         stage = Path(scratch) / "source"
         stage_chinese_book(stage, chinese_notebooks())
