@@ -107,6 +107,7 @@ def _extra_sentinel_first(words, dropped):
         (_target_without_sentinels, "each span in the target starts with its sentinel"),
         (_keeps_dropped_words, "lose the dropped ones"),
         (lambda w, d: ex.reference_span_corruption(w, d)[0], "Return a tuple (input words, target words)"),
+        (lambda w, d: tuple(" ".join(x) for x in ex.reference_span_corruption(w, d)), "got tuple(str, str)"),
         (lambda w, d: (w, w), "lose the dropped ones; got return the number"),
         (_extra_sentinel_first, "expected input"),
     ],

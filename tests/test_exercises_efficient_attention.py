@@ -288,7 +288,7 @@ def test_checkers_speak_chinese(number, capsys):
     "check, wrong, hint",
     [
         (ex.check_longformer_mask, _narrow, "窗口窄了一格"),
-        (ex.check_longformer_mask, _rows_only, "*被*每个词元看到"),
+        (ex.check_longformer_mask, _rows_only, "“被”每个词元看到"),
         (ex.check_longformer_mask, _one_sided, "窗口是双向的"),
         (ex.check_longformer_mask, _no_global, "缺少全局词元"),
         (ex.check_online_softmax_merge, _no_rescale, "你没有重新缩放"),

@@ -223,7 +223,7 @@ def test_checkers_speak_chinese(chinese, capsys):
         "练习 15.3（生成时的 KV 缓存）：正确！",
     ]
     for checker, wrong, hint in [
-        (ex.check_merge_step, _unweighted, "乘以所在词的频数"),
+        (ex.check_merge_step, _unweighted, "乘以所在词的频次"),
         (ex.check_cached_generation, _cache_fed_everything, "每次只输入最新的词元"),
         (ex.check_bits_per_character, lambda n, t, c: n * t / c, "除以 ln 2 才是比特"),
     ]:

@@ -121,12 +121,14 @@ def _span_mistakes(words: list[str], dropped: list[bool]) -> dict[str, tuple[lis
 def _check_span_corruption(fn: Callable[[list[str], list[bool]], tuple[list[str], list[str]]]) -> None:
     for words, dropped in _span_cases():
         result = fn(list(words), list(dropped))
-        got = type(result).__name__
+        got = type(result).__name__  # for a tuple also what it holds: "tuple(str, str)" names the slip
+        if isinstance(result, tuple):
+            got += f"({', '.join(type(r).__name__ for r in result)})"
         expect(
             isinstance(result, tuple) and len(result) == 2 and all(isinstance(r, list) for r in result),
             tr(
                 f"return a tuple (input words, target words) of two lists, got {got}",
-                f"应返回由两个列表组成的元组 (input words, target words)，得到的是 {got}",
+                f"应返回一个元组（输入词列表，目标词列表），其中两个元素都必须是列表；得到的是 {got}",
             ),
         )
         source, target = (list(map(str, r)) for r in result)
@@ -193,18 +195,18 @@ def _segment_mistakes(ids: Tensor) -> dict[str, Tensor]:
         tr(
             "the first [SEP] closes segment A, so it belongs to segment 0; count the [SEP]s strictly BEFORE each "
             "position (subtract the position's own)",
-            "第一个 [SEP] 是段 A 的结尾，所以它属于段 0；要数每个位置“严格之前”的 [SEP]（减去该位置自己的那个）",
+            "第一个 [SEP] 是分段 A 的结尾，所以它属于分段 0；要数每个位置“严格之前”的 [SEP]（减去该位置自己的那个）",
         ): inclusive.clamp(max=1).masked_fill(ids == PAD_ID, 0),
         tr(
             "padding must get segment 0, and no position may get a segment above 1: yours gives the padding after B "
             "segment 2 (it counts two [SEP]s before it). Cap the count at 1 and set the padding to 0",
-            "填充必须属于段 0，而且任何位置的段都不能大于 1；你的答案让 B 之后的填充属于段 2（它前面数到了两个 "
-            "[SEP]）。把计数的上限定为 1，并把填充设为 0",
+            "填充必须属于分段 0，而且任何位置的分段 id 都不能大于 1；你的答案让 B 之后的填充属于分段 2"
+            "（它前面数到了两个 [SEP]）。把计数的上限定为 1，并把填充设为 0",
         ): is_sep.cumsum(dim=1) - is_sep,
         tr(
             "padding must get segment 0 (as pair_inputs gives); yours gives the padding after B segment 1: set the "
             "positions where ids == pad_id to 0",
-            "填充必须属于段 0（与 pair_inputs 给出的一致）；你的答案让 B 之后的填充属于段 1。要把 ids == pad_id "
+            "填充必须属于分段 0（与 pair_inputs 给出的一致）；你的答案让 B 之后的填充属于分段 1。要把 ids == pad_id "
             "的位置设为 0",
         ): (is_sep.cumsum(dim=1) - is_sep).clamp(max=1),
     }
@@ -214,7 +216,7 @@ def _check_segments(fn: Callable[[Tensor, int, int], Tensor]) -> None:
     for ids in _segment_cases():
         what = tr(
             f"your segment ids for a batch of shape {tuple(ids.shape)}",
-            f"你给出的段 id（输入批次的形状为 {tuple(ids.shape)}）",
+            f"你给出的分段 id（输入批次的形状为 {tuple(ids.shape)}）",
         )
         out = fn(ids.clone(), SEP_ID, PAD_ID)
         expected = segment_ids(ids)

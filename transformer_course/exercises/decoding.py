@@ -132,7 +132,7 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
                 raise ExerciseMistake(
                     tr(
                         f"k={s}: you kept {s - 1} tokens per row; keep the k largest (ties aside).",
-                        f"k={s}：你每行保留了 {s - 1} 个词元；要保留最大的 k 个（并列的情况除外）。",
+                        f"k={s}：你每行保留了 {s - 1} 个词元；要保留最大的 k 个（出现平局时除外）。",
                     )
                 )
             if name == "p" and counts == wanted:

@@ -56,14 +56,14 @@ def _mask_mistakes(length: int, window: int, global_positions: Sequence[int]) ->
         (
             tr(
                 "global tokens must also be *seen* by every token: set their columns, not only their rows",
-                "全局词元还必须能*被*每个词元看到：要设置它们的列，而不只是它们的行",
+                "全局词元还必须能“被”每个词元看到：要设置它们的列，而不只是它们的行",
             ),
             (offset.abs() <= window) | is_global[:, None],
         ),
         (
             tr(
                 "global tokens must also *see* every token: set their rows, not only their columns",
-                "全局词元还必须能*看到*每个词元：要设置它们的行，而不只是它们的列",
+                "全局词元还必须能“看到”每个词元：要设置它们的行，而不只是它们的列",
             ),
             (offset.abs() <= window) | is_global[None, :],
         ),
@@ -110,7 +110,7 @@ def _check_longformer_mask(fn: Callable[[int, int, Sequence[int]], Tensor]) -> N
         raise ExerciseMistake(
             tr(
                 f"{what} differs at (query, key) = {tuple(bad)}: expected {bool(expected[tuple(bad)])}.",
-                f"{what}在 (query, key) = {tuple(bad)} 处不对：应为 {bool(expected[tuple(bad)])}。",
+                f"{what}在（查询，键）= {tuple(bad)} 处不对：应为 {bool(expected[tuple(bad)])}。",
             )
         )
 

@@ -164,7 +164,7 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                     "output), so the scores are (batch, len_t, len_s) and src_mask masks their last axis",
                     f"你的代码抛出了 RuntimeError（{str(error).splitlines()[0]}）；检查一下哪个输入进了哪个投影："
                     "查询来自 y（解码器），键和值来自 memory（编码器的输出），所以分数是 (batch, len_t, len_s)，"
-                    "src_mask 遮住的是它的最后一轴",
+                    "src_mask 屏蔽的是它的最后一轴",
                 )
             ) from None
         expected = cross_attention_reference(y, memory, w_q, w_k, w_v, src_mask)
@@ -199,7 +199,7 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                         "the mask is inverted: src_mask is True at real tokens, so fill the scores with -inf where it "
                         "is False (~src_mask); the first sequence has no padding, and masking all of it gives nan",
                         "掩码反了：src_mask 在真实词元处为 True，所以要在它为 False 的地方（~src_mask）把分数填成 "
-                        "-inf；第一个序列没有填充，把它全部遮掉就会得到 nan",
+                        "-inf；第一个序列没有填充，把它全部屏蔽就会得到 nan",
                     )
                 )
         expect_close(out, expected, "cross_attention(...)", atol=1e-4)
@@ -269,7 +269,10 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
             }
             if diff in hints:
                 raise ExerciseMistake(
-                    tr(f"{case}: off by {diff:,}; {hints[diff]}", f"{case}：差了 {diff:,}；{hints[diff]}。")
+                    tr(
+                        f"{case}: off by {diff:,}; {hints[diff]}",
+                        f"{case}：你的结果比应有值{'少' if diff > 0 else '多'}了 {abs(diff):,}；{hints[diff]}。",
+                    )
                 )
             raise ExerciseMistake(
                 tr(

@@ -99,7 +99,7 @@ def _check_merge_step(fn: Callable[[Mapping[Word, int]], tuple[tuple[str, str], 
                     tr(
                         f"for {case} you picked {pair}, the pair found in the most words; count each occurrence "
                         f"with its word's frequency, which makes {best} the most frequent",
-                        f"对 {case} 你选了 {pair}，它出现在最多的词里；但每次出现都要乘以所在词的频数，"
+                        f"对 {case} 你选了 {pair}，它出现在最多的词里；但每次出现都要乘以所在词的频次，"
                         f"这样最频繁的是 {best}",
                     )
                 )
@@ -113,7 +113,7 @@ def _check_merge_step(fn: Callable[[Mapping[Word, int]], tuple[tuple[str, str], 
             raise ExerciseMistake(
                 tr(
                     f"for {case} the most frequent pair is {best} (ties go to the smaller pair), you returned {pair}",
-                    f"对 {case} 最频繁的符号对是 {best}（并列时取较小的那对），你返回的是 {pair}",
+                    f"对 {case} 最频繁的符号对是 {best}（平局时取较小的那对），你返回的是 {pair}",
                 )
             )
         if merged != expected:
@@ -123,7 +123,7 @@ def _check_merge_step(fn: Callable[[Mapping[Word, int]], tuple[tuple[str, str], 
                     tr(
                         f"for {case} your merged counts add up to {sum(merged.values())}, not {total}: merging "
                         "changes the symbols of a word, never how often the word occurs",
-                        f"对 {case} 你合并后的频数之和是 {sum(merged.values())}，而不是 {total}：合并只改变词的符号，"
+                        f"对 {case} 你合并后的计数之和是 {sum(merged.values())}，而不是 {total}：合并只改变词的符号，"
                         "从不改变词出现的次数",
                     )
                 )
@@ -139,7 +139,7 @@ def _check_merge_step(fn: Callable[[Mapping[Word, int]], tuple[tuple[str, str], 
             raise ExerciseMistake(
                 tr(
                     f"for {case} the merged counts should be {expected}, got {merged}",
-                    f"对 {case} 合并后的频数应为 {expected}，得到的是 {merged}",
+                    f"对 {case} 合并后的计数应为 {expected}，得到的是 {merged}",
                 )
             )
 
@@ -165,7 +165,7 @@ def _check_bits_per_character(fn: Callable[[float, int, int], float]) -> None:
             continue
         what = tr(
             f"for {nats} nats/token over {tokens} tokens and {characters} characters",
-            f"对 {tokens} 个词元、{characters} 个字符上的 {nats} nats/token，",
+            f"对 {tokens} 个词元、{characters} 个字符、每词元 {nats} 奈特的情况，",
         )
         if math.isclose(answer, nats * tokens / characters, rel_tol=1e-6):
             raise ExerciseMistake(
@@ -256,7 +256,7 @@ class _RecordingModel(nn.Module):
                 tr(
                     f"call {call} fed {positions} positions; after the prompt feed only the newest token, "
                     "tokens[:, -1:] (the cache holds the keys and values of the rest)",
-                    f"第 {call} 次调用输入了 {positions} 个位置；提示之后每次只输入最新的词元 tokens[:, -1:]"
+                    f"第 {call} 次调用输入了 {positions} 个位置；提示词之后每次只输入最新的词元 tokens[:, -1:]"
                     "（其余位置的键和值都在缓存里）",
                 )
             )
@@ -330,12 +330,12 @@ def _check_cached_generation(fn: Callable[[nn.Module, Tensor, int], Tensor]) -> 
             tr(
                 f"the first call fed {first} position{'' if first == 1 else 's'}; "
                 f"feed the whole prompt ({length}) once",
-                f"第一次调用输入了 {first} 个位置；应一次输入整个提示（{length} 个）",
+                f"第一次调用输入了 {first} 个位置；应一次输入整个提示词（{length} 个位置）",
             ),
         )
         expect(
             torch.equal(answer[:, :length], prompt),
-            tr("the returned tokens must start with the prompt", "返回的词元应以提示开头"),
+            tr("the returned tokens must start with the prompt", "返回的词元应以提示词开头"),
         )
         if not torch.equal(answer, expected):
             where = (answer != expected).any(dim=0).nonzero()[0].item()

@@ -22,7 +22,7 @@ from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tenso
 
 CAUSAL_ADDITIVE_MASK = Exercise("6.1", "a causal mask for the last queries", "最后几个查询的因果掩码")
 PADDING_MASK_FROM_LENGTHS = Exercise("6.2", "padding mask from lengths", "由长度生成填充掩码")
-MASKED_SOFTMAX = Exercise("6.3", "a softmax that survives fully masked rows", "经得起整行被遮住的 softmax")
+MASKED_SOFTMAX = Exercise("6.3", "a softmax that survives fully masked rows", "经得起整行被屏蔽的 softmax")
 
 
 def reference_causal_additive_mask(len_q: int, len_k: int) -> Tensor:
@@ -117,7 +117,7 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
             raise ExerciseMistake(
                 tr(
                     f"{label} blocks everything; only the keys after each query should be -inf.",
-                    f"{label} 把所有位置都遮住了；只有每个查询之后的键才应是 -inf。",
+                    f"{label} 把所有位置都屏蔽了；只有每个查询之后的键才应是 -inf。",
                 )
             )
         if len_q != len_k and torch.equal(o, _top_left(len_q, len_k).double()):
@@ -136,7 +136,7 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
                 tr(
                     f"{label} is inverted: it blocks the keys a query may see and keeps the ones after it. 0 goes "
                     f"where j <= {row_pos}, -inf where j > {row_pos}.",
-                    f"{label} 反了：它遮住了查询可以看的键，却保留了查询之后的键。j <= {row_pos} 处应为 0，"
+                    f"{label} 反了：它屏蔽了查询可以看的键，却保留了查询之后的键。j <= {row_pos} 处应为 0，"
                     f"j > {row_pos} 处为 -inf。",
                 )
             )
@@ -145,7 +145,7 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
                 tr(
                     f"{label} blocks a query's own position (row i, column {row_pos}): a position may attend to "
                     "itself, only the keys after it are -inf (one more than the diagonal you used).",
-                    f"{label} 遮住了查询自己的位置（第 i 行，第 {row_pos} 列）：一个位置可以关注它自己，"
+                    f"{label} 屏蔽了查询自己的位置（第 i 行，第 {row_pos} 列）：一个位置可以关注它自己，"
                     "只有它之后的键才是 -inf（对角线要比你用的再往后一格）。",
                 )
             )
@@ -155,15 +155,15 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
                 tr(
                     f"{label} uses a large finite number for the blocked keys; the additive mask uses exactly -inf "
                     "(finite stand-ins like -1e9 overflow in float16 and behave differently on fully masked rows).",
-                    f"{label} 对被遮住的键用了一个很大的有限数；加性掩码用的恰好是 -inf（像 -1e9 这样的有限替代值"
-                    "在 float16 中会溢出，而且在整行被遮住时表现不同）。",
+                    f"{label} 对被屏蔽的键用了一个很大的有限数；加性掩码用的恰好是 -inf（像 -1e9 这样的有限替代值"
+                    "在 float16 中会溢出，而且在整行被屏蔽时表现不同）。",
                 )
             )
         if (~visible).any() and (o[visible] == 1).all() and (o[~visible] == 0).all():
             raise ExerciseMistake(
                 tr(
                     f"{label} is a 1/0 multiplier; the additive mask is 0 (keep) and -inf (block).",
-                    f"{label} 是 1/0 的乘性掩码；加性掩码是 0（保留）和 -inf（遮住）。",
+                    f"{label} 是 1/0 的乘性掩码；加性掩码是 0（保留）和 -inf（屏蔽）。",
                 )
             )
         raise ExerciseMistake(
@@ -284,7 +284,7 @@ def _softmax_cases() -> list[tuple[str, Tensor, Tensor]]:
             padding,
         ),
         (
-            tr("a left-padded causal mask with fully masked rows", "左侧填充、含有整行被遮住的因果掩码"),
+            tr("a left-padded causal mask with fully masked rows", "左侧填充、含有整行被屏蔽的因果掩码"),
             torch.randn(1, 2, 4, 4, generator=g) * 3,
             left_padded,
         ),
@@ -294,7 +294,7 @@ def _softmax_cases() -> list[tuple[str, Tensor, Tensor]]:
             empty_row,
         ),
         (
-            tr("half-precision (float16) scores and fully masked rows", "半精度（float16）分数与含整行被遮住的掩码"),
+            tr("half-precision (float16) scores and fully masked rows", "半精度（float16）分数与含整行被屏蔽的掩码"),
             (torch.randn(1, 2, 4, 4, generator=g) * 3).half(),
             left_padded,
         ),
@@ -331,7 +331,7 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
             tr(
                 f"{label} contain NaN: a row whose keys are all masked is softmax over only -inf (0/0). "
                 "Give such rows finite scores first, then zero their weights.",
-                f"{label}含有 NaN：键全被遮住的一行，是在全部为 -inf 的分数上做 softmax（0/0）。"
+                f"{label}含有 NaN：键全被屏蔽的一行，是在全部为 -inf 的分数上做 softmax（0/0）。"
                 "要先给这样的行有限的分数，再把它们的权重清零。",
             ),
         )
@@ -342,7 +342,7 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
                     tr(
                         f"{label}: a fully masked row came out uniform (1/len_k each), which is what a -1e9 fill "
                         "does; it spreads the attention over keys the row must not see. It should be all zeros.",
-                        f"{label}：整行被遮住的那一行得到的是均匀分布（每个都是 1/len_k），用 -1e9 填充就会这样；"
+                        f"{label}：整行被屏蔽的那一行得到的是均匀分布（每个都是 1/len_k），用 -1e9 填充就会这样；"
                         "它把注意力分散到了这一行不该看到的键上。这一行应全为 0。",
                     )
                 )
@@ -357,7 +357,7 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
             raise ExerciseMistake(
                 tr(
                     f"{label} give weight to masked keys; those weights must be exactly 0.",
-                    f"{label}给被遮住的键分了权重；这些权重必须恰好为 0。",
+                    f"{label}给被屏蔽的键分了权重；这些权重必须恰好为 0。",
                 )
             )
         sums = o.sum(-1)[~empty]
@@ -366,7 +366,7 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
                 tr(
                     f"{label}: rows with visible keys do not sum to 1. Mask the scores (with -inf) BEFORE the "
                     "softmax, over the last dim; zeroing weights after it leaves rows that sum to less than 1.",
-                    f"{label}：有可见键的行之和不为 1。要在 softmax（在最后一维上做）“之前”用 -inf 遮住分数；"
+                    f"{label}：有可见键的行之和不为 1。要在 softmax（在最后一维上做）“之前”用 -inf 屏蔽分数；"
                     "在 softmax 之后再把权重清零，会让行之和小于 1。",
                 )
             )

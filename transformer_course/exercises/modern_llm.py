@@ -58,8 +58,8 @@ def _rope_mistakes(x: Tensor) -> dict[str, Tensor]:
         tr(
             "you rotated dimension i with i + head_dim/2 (the 'rotate half' layout); this exercise pairs neighbours "
             "(0, 1), (2, 3), ...",
-            "你把第 i 维和第 i + head_dim/2 维配成一对来旋转（即 'rotate half' 布局）；本练习配对的是相邻的维度 "
-            "(0, 1)、(2, 3) 等",
+            "你把第 i 维和第 i + head_dim/2 维配成一对来旋转（即把向量分成前后两半来配对的 'rotate half' "
+            "布局）；本练习配对的是相邻的维度 (0, 1)、(2, 3) 等",
         ): apply_rope(x, interleaved=False),
         tr(
             "your rotation turns the wrong way: (a, b) should become (a cos - b sin, a sin + b cos)",

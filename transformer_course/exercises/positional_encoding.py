@@ -20,7 +20,7 @@ from ..positional import sinusoidal_table
 from ._core import Exercise, ExerciseMistake, expect_close, expect_tensor, report, tr
 
 READ_POSITION = Exercise("3.1", "read the position back", "把位置读回来")
-HALVES_ROTATION = Exercise("3.2", "the shift matrix, sines first", "正弦在前的平移矩阵")
+HALVES_ROTATION = Exercise("3.2", "the shift matrix, sines first", "正弦在前的位移矩阵")
 
 BASE = 10000.0
 
@@ -87,7 +87,7 @@ def _misreadings(row: Tensor) -> dict[str, int]:
         tr(
             "pair 0 turns a full circle every 2*pi = 6.3 positions, so its angle repeats: read a pair whose "
             "wavelength is longer than 10000 positions (the slowest, columns d_model - 2 and d_model - 1)",
-            "第 0 对每 2*pi = 6.3 个位置就转一整圈，所以它的角度会重复：要读一个波长超过 10000 个位置的对"
+            "第 0 对每 2*pi = 6.3 个位置就转一整圈，所以它的角度会重复：要读一个波长超过 10000 个位置的维度对"
             "（最慢的那一对，即第 d_model - 2 和 d_model - 1 列）",
         ): round(torch.atan2(row[0], row[1]).item() / omega[0].item()),
         tr(
@@ -191,7 +191,8 @@ def _check_halves_rotation(fn: Callable[[int, int], Tensor]) -> None:
                         f"{what} is the matrix for the interleaved layout of section 5; here the sine of pair i is in "
                         "column i and its cosine in column i + d_model/2, so the cos and sin of pair i go in rows and "
                         "columns i and i + d_model/2.",
-                        f"{what}是第 5 节交错布局下的矩阵；这里第 i 对的正弦在第 i 列，余弦在第 i + d_model/2 列，"
+                        f"{what}是第 5 节交错布局下的矩阵（那里正弦和余弦逐列交替）；"
+                        "这里第 i 对的正弦在第 i 列，余弦在第 i + d_model/2 列，"
                         "所以第 i 对的 cos 和 sin 要放在第 i 和第 i + d_model/2 行、列上。",
                     )
                 )
