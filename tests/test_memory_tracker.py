@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from transformer_course.attention import fused_attention, scaled_dot_product_attention
-from transformer_course.memory_tracker import peak_tensor_bytes, traced_operators
+from transformer_course.memory_tracker import operator_calls, peak_tensor_bytes, traced_operators
 
 
 def _qkv(n: int, d: int) -> tuple[torch.Tensor, ...]:
@@ -34,3 +34,14 @@ def test_traced_operators_lists_each_operator_once_in_order():
     assert names.index("bmm") < names.index("_softmax")
     assert len(names) == len(set(names))
     assert traced_operators(torch.add, torch.ones(2), torch.ones(2)) == ["add"]
+
+
+def test_operator_calls_keeps_repeats_in_call_order():
+    x = torch.ones(3)
+    calls = operator_calls(lambda: (x + 1) * 2 + 3)
+    assert calls == ["add", "mul", "add"]
+    assert traced_operators(lambda: (x + 1) * 2 + 3) == ["add", "mul"]
+    q, k, v = _qkv(24, 8)
+    every_call = operator_calls(_full, q, k, v)
+    assert list(dict.fromkeys(every_call)) == traced_operators(_full, q, k, v)
+    assert operator_calls(_full, q, k, v) == every_call  # deterministic

@@ -3,7 +3,7 @@
 Both work by watching every PyTorch operator call (a ``TorchDispatchMode``), so the counts are deterministic: the
 same on every machine, unlike the process's memory. :func:`peak_tensor_bytes` shows that written-out attention
 stores n x n matrices and that blockwise or fused attention does not; :func:`traced_operators` shows which fused
-kernel PyTorch picked.
+kernel PyTorch picked; :func:`operator_calls` counts every call, e.g. the hundreds one cached decoding step makes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["peak_tensor_bytes", "traced_operators"]
+__all__ = ["operator_calls", "peak_tensor_bytes", "traced_operators"]
 
 
 class _TensorMemoryTracker(TorchDispatchMode):
@@ -70,11 +70,20 @@ def peak_tensor_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tupl
     return result, tracker.peak
 
 
+def operator_calls(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[str]:
+    """Every ATen operator call ``fn(*args, **kwargs)`` makes (without autograd), in call order, repeats included.
+
+    Views (``view``, ``transpose``, ``slice``, ...) count too: each is a dispatched call, cheap in arithmetic but
+    not free. Its length is what a small model pays per step in overhead, whatever the tensor sizes.
+    """
+    with torch.no_grad(), _TensorMemoryTracker() as tracker:
+        fn(*args, **kwargs)
+    return tracker.operators
+
+
 def traced_operators(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[str]:
     """The ATen operators ``fn(*args, **kwargs)`` runs (without autograd), in order of first use, without repeats.
 
     For example, ``F.scaled_dot_product_attention`` on a CPU shows which fused kernel PyTorch picked.
     """
-    with torch.no_grad(), _TensorMemoryTracker() as tracker:
-        fn(*args, **kwargs)
-    return list(dict.fromkeys(tracker.operators))
+    return list(dict.fromkeys(operator_calls(fn, *args, **kwargs)))
