@@ -41,7 +41,8 @@ def test_operator_calls_keeps_repeats_in_call_order():
     calls = operator_calls(lambda: (x + 1) * 2 + 3)
     assert calls == ["add", "mul", "add"]
     assert traced_operators(lambda: (x + 1) * 2 + 3) == ["add", "mul"]
+    assert operator_calls(lambda: x.view(3, 1).transpose(0, 1)) == ["view", "transpose"]  # views count too
     q, k, v = _qkv(24, 8)
     every_call = operator_calls(_full, q, k, v)
-    assert list(dict.fromkeys(every_call)) == traced_operators(_full, q, k, v)
+    assert len(every_call) > len(set(every_call))  # written-out attention repeats some operators
     assert operator_calls(_full, q, k, v) == every_call  # deterministic

@@ -1,9 +1,9 @@
-"""Measuring what an attention computation allocates: the peak bytes of its new tensors, and the operators it runs.
+"""Watching every PyTorch operator call: the peak bytes of the new tensors, and which operators ran and how often.
 
-Both work by watching every PyTorch operator call (a ``TorchDispatchMode``), so the counts are deterministic: the
-same on every machine, unlike the process's memory. :func:`peak_tensor_bytes` shows that written-out attention
-stores n x n matrices and that blockwise or fused attention does not; :func:`traced_operators` shows which fused
-kernel PyTorch picked; :func:`operator_calls` counts every call, e.g. the hundreds one cached decoding step makes.
+All three functions watch every operator call (a ``TorchDispatchMode``), so the counts are deterministic: the same
+on every machine, unlike the process's memory. :func:`peak_tensor_bytes` shows that written-out attention stores
+n x n matrices and that blockwise or fused attention does not; :func:`traced_operators` shows which fused kernel
+PyTorch picked; :func:`operator_calls` counts every call, e.g. the hundreds that one cached decoding step makes.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def operator_calls(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[st
     """Every ATen operator call ``fn(*args, **kwargs)`` makes (without autograd), in call order, repeats included.
 
     Views (``view``, ``transpose``, ``slice``, ...) count too: each is a dispatched call, cheap in arithmetic but
-    not free. Its length is what a small model pays per step in overhead, whatever the tensor sizes.
+    not free. When ``fn`` is one decoding step, the length counts the calls whose fixed overhead (dispatch, often
+    Python too) the step pays whatever the tensor sizes.
     """
     with torch.no_grad(), _TensorMemoryTracker() as tracker:
         fn(*args, **kwargs)
