@@ -146,6 +146,8 @@ def test_slider_redraws_the_figure_in_jupyterlab(jupyterlab, tmp_path):
         except AssertionError:
             page.screenshot(path=str(tmp_path / "failure.png"))
             print(prompts.evaluate_all("els => els.map(e => e.textContent)"))
+            errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+            print("error outputs:", errors.all_inner_texts())  # e.g. a claim that failed on this run
             raise
         _wait_for(lambda: _kernel_idle(base), 60, "the kernel to finish")
 
