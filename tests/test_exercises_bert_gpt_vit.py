@@ -259,6 +259,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_patchify, _plain_reshape, "直接 reshape"),
         (ex.check_patchify, _column_order, "是按列编号的"),
         (ex.check_patchify, _transposed_patch, "要按行展平每个图像块"),
+        (ex.check_patchify, lambda images, p: patchify(images, p).transpose(1, 2), "(batch, 图像块数, p * p)"),
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):

@@ -300,7 +300,7 @@ def _check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
         )
         out = fn(images.clone(), p)
         expected = patchify(images, p)
-        expect_tensor(out, what, expected.shape, "(batch, num_patches, p * p)")
+        expect_tensor(out, what, expected.shape, tr("(batch, num_patches, p * p)", "(batch, 图像块数, p * p)"))
         if torch.allclose(out.detach().float(), expected):
             continue
         for hint, wrong in _patch_mistakes(images, p).items():
