@@ -224,6 +224,16 @@ def _unnormalised(s, z, phi_q, phi_k, v):
     return s, z, phi_q @ s
 
 
+def _z_not_accumulated(s, z, phi_q, phi_k, v):
+    s = s + torch.outer(phi_k, v)
+    return s, phi_k, (phi_q @ s) / (phi_q @ phi_k)
+
+
+def _s_not_accumulated(s, z, phi_q, phi_k, v):
+    s, z = torch.outer(phi_k, v), z + phi_k
+    return s, z, (phi_q @ s) / (phi_q @ z)
+
+
 def _scalar_normaliser(s, z, phi_q, phi_k, v):
     s = s + torch.outer(phi_k, v)
     return s, phi_q @ phi_k, (phi_q @ s) / (phi_q @ phi_k)
@@ -240,6 +250,8 @@ def _epsilon_in_the_denominator(s, z, phi_q, phi_k, v):
         (_read_before_update, "leaves out token i itself"),
         (_state_not_returned, "never carried over"),
         (_unnormalised, "not normalised"),
+        (_z_not_accumulated, "z is not accumulated"),
+        (_s_not_accumulated, "s is not accumulated"),
         (_scalar_normaliser, "the state z after token 0 has shape ()"),
         (_epsilon_in_the_denominator, "differs from the expected values"),
         (lambda s, z, q, k, v: ex.reference_linear_attention_step(s, z, q, k, v)[2], "three tensors"),
@@ -298,6 +310,8 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_linear_attention_step, _read_before_update, "漏掉了词元 i 自己"),
         (ex.check_linear_attention_step, _state_not_returned, "说明状态没有传到下一步"),
         (ex.check_linear_attention_step, _unnormalised, "输出没有归一化"),
+        (ex.check_linear_attention_step, _z_not_accumulated, "z 没有累加"),
+        (ex.check_linear_attention_step, _s_not_accumulated, "s 没有累加"),
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):

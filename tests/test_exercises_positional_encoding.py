@@ -87,6 +87,17 @@ def _truncated(row):
     return int(torch.atan2(torch.tensor(sin), torch.tensor(cos)).item() / omega)
 
 
+def _acos(row):
+    d = row.shape[0]
+    return round(torch.acos(row[d - 1]).item() / _omega(d, d // 2 - 1))  # float32: cos of a small angle is 1.0
+
+
+def _cosine_column_frequency(row):
+    sin, cos, _ = _slowest(row)
+    d = row.shape[0]
+    return round(math.atan2(sin, cos) / 10000 ** (-(d - 1) / d))  # 2i taken as d - 1, the cosine's column
+
+
 def _fourth_slowest(row):
     d = row.shape[0]
     pair = d // 2 - 4
@@ -104,6 +115,8 @@ def _fourth_slowest(row):
         (_a_float, "Return the position as a Python int, got float"),
         (_truncated, "int() cuts the fraction off"),
         (_fourth_slowest, "Right for small positions"),
+        (_acos, "Large positions come out right, but PE(1) gave 0 (d_model=64)"),
+        (_cosine_column_frequency, "multiplied by 1.15 (d_model=64)"),
         (lambda row: 0, "should give"),
     ],
 )
@@ -159,6 +172,13 @@ def _same_angle(k, d_model):
     return torch.cat([torch.cat([c, s], 1), torch.cat([-s, c], 1)], 0)
 
 
+def _no_minus(k, d_model):
+    m = ex.reference_halves_rotation(k, d_model).clone()
+    half = d_model // 2
+    m[half:, :half] *= -1  # cos(a + b) written as cos a cos b + sin a sin b
+    return m
+
+
 def _identity(k, d_model):
     return torch.eye(d_model)
 
@@ -173,6 +193,7 @@ def _wrong_shape(k, d_model):
         (_interleaved, "interleaved layout"),
         (_backwards, "backwards"),
         (_same_angle, "same angle"),
+        (_no_minus, "a sign is wrong"),
         (_identity, "differs from H(pos + k)"),
         (_wrong_shape, "shape"),
     ],
@@ -218,9 +239,12 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_read_position, _a_float, "要把位置作为 Python int 返回"),
         (ex.check_read_position, _truncated, "int() 会直接截掉小数部分"),
         (ex.check_read_position, _fourth_slowest, "小的位置是对的"),
+        (ex.check_read_position, _acos, "要用 torch.atan2(sin, cos) 读角度"),
+        (ex.check_read_position, _cosine_column_frequency, "但除错了频率"),
         (ex.check_halves_rotation, _interleaved, "第 5 节交错布局下的矩阵"),
         (ex.check_halves_rotation, _backwards, "把位置往回移了"),
         (ex.check_halves_rotation, _same_angle, "让每一对都转了同一个角度 k"),
+        (ex.check_halves_rotation, _no_minus, "但有符号错了"),
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):

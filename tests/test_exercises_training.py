@@ -135,7 +135,7 @@ def test_smoothed_loss_checker_accepts_kl_div_batchmean_over_the_real_rows(capsy
 def test_smoothed_loss_checker_rejects_typical_mistakes(capsys):
     for wrong, hint in [
         (_cross_entropy, "KL"),
-        (_naive_q_log_q, "0 log 0"),
+        (_naive_q_log_q, "eps=0.0: the loss is nan. Where q is 0 (every column but the target)"),
         (_pad_column_kept, "<pad> column"),
         (_pad_rows_kept, "drop them"),
         (_mean_over_all_positions, "number of real"),
@@ -269,7 +269,7 @@ def test_checkers_speak_chinese(number, capsys):
     "check, wrong, hint",
     [
         (ex.check_smoothed_loss, _cross_entropy, "这是交叉熵 -sum q log p"),
-        (ex.check_smoothed_loss, _naive_q_log_q, "要取 0 log 0 = 0"),
+        (ex.check_smoothed_loss, _naive_q_log_q, "在 q 为 0 的地方（除目标外的每一列）"),
         (ex.check_smoothed_loss, _pad_column_kept, "q 的 <pad> 列必须为 0"),
         (ex.check_smoothed_loss, _pytorch_convention, "这是 PyTorch 的约定"),
         (ex.check_smoothed_loss, _kl_div("batchmean", flatten=False), "除以的是第一维的大小"),

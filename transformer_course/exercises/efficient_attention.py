@@ -294,6 +294,21 @@ def _step_mistakes(phi_q: Tensor, phi_k: Tensor, v: Tensor) -> list[tuple[str, T
             ),
             kernel @ v,
         ),
+        (
+            tr(
+                "z is not accumulated: it must be the running sum of every phi_k so far (z + phi_k), not the newest "
+                "phi_k alone",
+                "z 没有累加：它应是到目前为止所有 phi_k 的累加和（z + phi_k），而不只是最新的 phi_k",
+            ),
+            (kernel @ v) / kernel.diagonal()[:, None],
+        ),
+        (
+            tr(
+                "s is not accumulated: add phi_k v^T to the old s (s + phi_k v^T) instead of replacing it",
+                "s 没有累加：要把 phi_k v^T 加到旧的 s 上（s + phi_k v^T），而不是用它替换 s",
+            ),
+            kernel.diagonal()[:, None] * v / kernel.sum(dim=-1, keepdim=True),
+        ),
     ]
 
 

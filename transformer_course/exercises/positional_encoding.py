@@ -140,6 +140,32 @@ def _check_read(fn: Callable[[Tensor], int]) -> None:
                     "可能比整数略小一点，而 int() 会直接截掉小数部分；round(angle / omega) 给出的是最接近的整数。",
                 )
             )
+        large_right = all(abs(answers[p] - p) <= 1 for p in _LARGE_POSITIONS)
+        if large_right and any(answers[p] < p for p in _SMALL_POSITIONS):
+            small = next(p for p in _SMALL_POSITIONS if answers[p] < p)
+            raise ExerciseMistake(
+                tr(
+                    f"large positions come out right, but PE({small}) gave {answers[small]} (d_model={d_model}): "
+                    "near an angle of 0 the cosine is flat (cos a = 1 - a^2/2), so in float32 it rounds to 1.0 and "
+                    "acos(cos) loses small angles; read the angle with torch.atan2(sin, cos), which keeps them.",
+                    f"大的位置是对的，但 PE({small}) 得到的是 {answers[small]}（d_model={d_model}）："
+                    "角度接近 0 时余弦几乎不变（cos a = 1 - a^2/2），在 float32 中会舍入成 1.0，"
+                    "所以 acos(cos) 会丢掉小的角度；要用 torch.atan2(sin, cos) 读角度，它能保留小角度。",
+                )
+            )
+        ratios = [answers[p] / p for p in _LARGE_POSITIONS if p >= 50]  # 7 is too small for a clean ratio
+        scaled = max(ratios) - min(ratios) < 0.01 * max(ratios) and abs(ratios[-1] - 1) > 0.02
+        if scaled and all(answers[p] == p for p in _SMALL_POSITIONS[:2]):
+            raise ExerciseMistake(
+                tr(
+                    f"every large position comes out multiplied by {ratios[-1]:.3g} (d_model={d_model}), "
+                    "so the angle is read right but divided by the wrong frequency: the slowest pair's frequency is "
+                    "10000^(-(d_model - 2)/d_model), with 2i = d_model - 2 the column of its sine.",
+                    f"每个大的位置都被乘上了 {ratios[-1]:.3g}（d_model={d_model}），说明角度读对了，"
+                    "但除错了频率：最慢那一对的频率是 10000^(-(d_model - 2)/d_model)，其中 2i = d_model - 2 "
+                    "是它的正弦所在的列。",
+                )
+            )
         if all(answers[p] == p for p in _SMALL_POSITIONS):
             raise ExerciseMistake(
                 tr(
@@ -201,6 +227,17 @@ def _check_halves_rotation(fn: Callable[[int, int], Tensor]) -> None:
                     tr(
                         f"{what} moves positions backwards (M_k H(pos) = H(pos - k)): flip the signs of the sin terms.",
                         f"{what}把位置往回移了（M_k H(pos) = H(pos - k)）：要把 sin 项的符号反过来。",
+                    )
+                )
+            if k and torch.allclose(m.abs(), reference_halves_rotation(k, d_model).double().abs(), atol=1e-4):
+                raise ExerciseMistake(
+                    tr(
+                        f"{what} has the right entries in the right places, but a sign is wrong: "
+                        "sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b, so the "
+                        "only minus sign goes on the sin terms in the cosine rows (rows d_model/2 and up).",
+                        f"{what}的每个元素都放对了位置，但有符号错了：sin(a + b) = sin a cos b + cos a sin b，"
+                        "cos(a + b) = cos a cos b - sin a sin b，"
+                        "所以只有余弦行（第 d_model/2 行及以后）里的 sin 项前面带负号。",
                     )
                 )
             same_angle = _halves(_interleaved_rotation(k, d_model, torch.full((d_model // 2,), float(k))))

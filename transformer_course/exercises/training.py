@@ -96,12 +96,16 @@ def _check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> 
             ),
         )
         r = float(result)
+        # where q is 0: only the <pad> column when eps > 0, every column but the target when eps = 0
+        zeros = tr("the <pad> column", "<pad> 那一列")
+        if eps == 0:
+            zeros = tr("every column but the target", "除目标外的每一列")
         expect(
             not math.isnan(r),
             tr(
-                f"eps={eps}: the loss is nan. Where q is 0 (the <pad> column), q log q is 0 * (-inf): take "
+                f"eps={eps}: the loss is nan. Where q is 0 ({zeros}), q log q is 0 * (-inf): take "
                 "0 log 0 = 0 (torch.xlogy(q, q) does, and so does F.kl_div).",
-                f"eps={eps}：损失是 nan。在 q 为 0 的地方（<pad> 那一列），q log q 是 0 * (-inf)：要取 0 log 0 = 0"
+                f"eps={eps}：损失是 nan。在 q 为 0 的地方（{zeros}），q log q 是 0 * (-inf)：要取 0 log 0 = 0"
                 "（torch.xlogy(q, q) 就是这样做的，F.kl_div 也是）。",
             ),
         )
