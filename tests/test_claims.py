@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_course.claims import ClaimFailed, check, within
+from transformer_course.claims import ClaimFailed, check, observe, within
 
 
 def test_a_claim_that_holds_prints_one_stable_line(capsys):
@@ -40,3 +40,19 @@ def test_within():
     assert within(torch.tensor(1.0), 0.5, 1.5)
     with pytest.raises(ValueError, match="low must not exceed high"):
         within(1.0, 2.0, 1.0)
+
+
+def test_observe_reports_without_raising(capsys):
+    assert observe(2.0 > 1.0, "the cache is faster", measured=2.0) is True
+    assert capsys.readouterr().out == "seen on this run: the cache is faster\n"
+    assert observe(0.5 > 1.0, "the cache is faster", measured=0.5) is False  # no exception: only a report
+    out = capsys.readouterr().out
+    assert out.startswith("not seen on this run: the cache is faster (measured: 0.5).")
+    assert "reported, not checked" in out
+
+
+def test_observe_still_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="claim must be a non-empty sentence"):
+        observe(True, "")
+    with pytest.raises(ValueError, match="one truth value"):
+        observe(torch.tensor([True, False]), "two elements are ambiguous")

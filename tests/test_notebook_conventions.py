@@ -98,7 +98,7 @@ class TestNotebook:
     def test_first_code_cell_is_the_shared_setup(self, path):
         nb = nbformat.read(path, as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]
-        assert code and code[0].source.startswith(colab_setup_block()), (
+        assert code and code[0].source.startswith(colab_setup_block(path.name)), (
             "the first code cell must start with tools.course_notebooks.colab_setup_block()"
         )
 
@@ -149,7 +149,7 @@ def translated_notebook_problems(nb: nbformat.NotebookNode, name: str) -> list[s
     if not re.search(r"^#+ .*小结", markdown, re.MULTILINE):
         found.append("no '小结' heading")
     code = [c for c in nb.cells if c.cell_type == "code"]
-    if not (code and code[0].source.startswith(colab_setup_block())):
+    if not (code and code[0].source.startswith(colab_setup_block(name))):
         found.append("the first code cell must start with tools.course_notebooks.colab_setup_block()")
     elif not code[0].source.endswith(setup_lines("zh")):
         found.append("the first code cell must end by setting the checkers' language: set_language('zh')")

@@ -239,7 +239,7 @@ def test_build_writes_the_chinese_notebook(course):
     assert chinese.metadata["kernelspec"] == english.metadata["kernelspec"]
     # code: the setup cell still starts with the shared block and ends by setting the language
     setup = next(c for c in chinese.cells if c.cell_type == "code")
-    assert setup.source.startswith(colab_setup_block())
+    assert setup.source.startswith(colab_setup_block(notebook.name))
     assert setup.source.endswith(
         '\nfrom transformer_course.exercises import set_language\n\nset_language("zh")  # '
         "the exercise checkers answer in Chinese"

@@ -22,17 +22,36 @@ def repository_url() -> str:
     return match.group(1)
 
 
-def colab_setup_block() -> str:
-    """The lines every notebook's first code cell starts with: install the package on Colab, a no-op elsewhere."""
+# The notebooks that need an optional extra of the package on Colab (pyproject.toml, [project.optional-dependencies]).
+EXTRAS = {"14": "pretrained"}
+
+
+def colab_setup_block(notebook_name: str | None = None) -> str:
+    """The lines every notebook's first code cell starts with: install the package on Colab, a no-op elsewhere;
+    then stop with one sentence if that install replaced a library the session had already imported.
+
+    ``notebook_name`` ("14_pretrained_encoder.ipynb") picks the extra that notebook installs (:data:`EXTRAS`)."""
+    extra = EXTRAS.get((notebook_name or "")[:2])
+    if extra:
+        first = (
+            f"# Setup. On Colab this installs the course package with its [{extra}] extra first; elsewhere it only "
+            "imports.\n"
+        )
+        package = f'    package = f"transformer-course[{extra}] @ git+{{REPO_URL}}"\n'
+    else:
+        first = "# Setup. On Colab this installs the course package first; elsewhere it only imports.\n"
+        package = '    package = f"git+{REPO_URL}"\n'
     return (
-        "# Setup. On Colab this installs the course package first; elsewhere it only imports.\n"
-        "import sys\n"
+        first + "import sys\n"
         "\n"
         f'REPO_URL = "{repository_url()}"\n'
         'if "google.colab" in sys.modules:\n'
         "    import subprocess\n"
+        "\n" + package + '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)\n'
         "\n"
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)\n'
+        "from transformer_course.environment import stop_if_restart_needed\n"
+        "\n"
+        "stop_if_restart_needed()  # stops, saying what to do, if pip replaced a library this session had imported\n"
     )
 
 

@@ -9,17 +9,36 @@ match", "at least 3x faster") and check it on every run::
 prints one line that is the same on every machine, ``holds: exact match on the held-out dates is above 99.5%``,
 and raises :class:`ClaimFailed` with the measured value when the claim does not hold, so the notebook stops
 there with an error instead of showing text its own numbers contradict.
+
+Some things a notebook shows cannot be promised on every machine: which of two methods is faster by the clock, how
+much a model learns in a given number of seconds. A second program sharing the CPU, a laptop on battery, another
+CPU change them. Those are reported, never raised, with :func:`observe`::
+
+    observe(cached < plain, "greedy decoding is faster with the cache", measured=(cached, plain))
+
+prints ``seen on this run: ...`` or ``not seen on this run: ... (measured: ...)`` and returns whether it was seen,
+so Run All never stops on a busy machine. ``check`` stays for what holds anywhere: counts, shapes, work counted
+from the shapes, bytes, trained numbers with a tolerance.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ClaimFailed", "check", "within"]
+__all__ = ["ClaimFailed", "check", "observe", "within"]
 
 
 class ClaimFailed(AssertionError):
     """A claim the notebook makes about a measured number did not hold on this run."""
+
+
+def _truth(condition: Any, claim: Any) -> bool:
+    if not isinstance(claim, str) or not claim.strip():
+        raise ValueError(f"claim must be a non-empty sentence (str), got {claim!r}")
+    try:
+        return bool(condition)
+    except (TypeError, RuntimeError, ValueError) as error:  # e.g. a tensor with several elements
+        raise ValueError(f"condition must have one truth value (a bool or a one-element tensor): {error}") from None
 
 
 def check(condition: Any, claim: str, measured: Any = None) -> None:
@@ -30,16 +49,30 @@ def check(condition: Any, claim: str, measured: Any = None) -> None:
     ``measured`` is what was measured (a number, a tuple, a dict); it appears only in the error, so the printed
     line stays the same on every machine.
     """
-    if not isinstance(claim, str) or not claim.strip():
-        raise ValueError(f"claim must be a non-empty sentence (str), got {claim!r}")
-    try:
-        holds = bool(condition)
-    except (TypeError, RuntimeError, ValueError) as error:  # e.g. a tensor with several elements
-        raise ValueError(f"condition must have one truth value (a bool or a one-element tensor): {error}") from None
-    if not holds:
+    if not _truth(condition, claim):
         detail = "" if measured is None else f" (measured: {measured!r})"
         raise ClaimFailed(f"the claim does not hold on this run: {claim}{detail}")
     print(f"holds: {claim}")
+
+
+def observe(condition: Any, claim: str, measured: Any = None) -> bool:
+    """Report whether what the prose expects showed on this run; never raise for it. Returns the truth value.
+
+    For what depends on the machine's speed or its load (wall-clock comparisons, speed-ups, seconds). Prints
+    ``seen on this run: <claim>``, or ``not seen on this run: <claim> (measured: ...)`` followed by a reminder that
+    the clock depends on the machine. Call it in a cell whose output nbval ignores: the line differs between runs.
+    Bad arguments still raise ``ValueError``, as in :func:`check`.
+    """
+    seen = _truth(condition, claim)
+    if seen:
+        print(f"seen on this run: {claim}")
+    else:
+        detail = "" if measured is None else f" (measured: {measured!r})"
+        print(
+            f"not seen on this run: {claim}{detail}. Times depend on the machine and on what else it is doing, so "
+            "this is reported, not checked."
+        )
+    return seen
 
 
 def within(measured: float, low: float, high: float) -> bool:
