@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from transformer_course.attention import fused_attention, scaled_dot_product_attention
-from transformer_course.memory_tracker import operator_calls, peak_tensor_bytes, traced_operators
+from transformer_course.memory_tracker import matmul_flops, operator_calls, peak_tensor_bytes, traced_operators
 
 
 def _qkv(n: int, d: int) -> tuple[torch.Tensor, ...]:
@@ -46,3 +46,20 @@ def test_operator_calls_keeps_repeats_in_call_order():
     every_call = operator_calls(_full, q, k, v)
     assert len(every_call) > len(set(every_call))  # written-out attention repeats some operators
     assert operator_calls(_full, q, k, v) == every_call  # deterministic
+
+
+def test_matmul_flops_counts_from_shapes():
+    a, b = torch.randn(3, 5), torch.randn(5, 7)
+    assert matmul_flops(lambda: a @ b) == 2 * 3 * 5 * 7
+    layer = torch.nn.Linear(5, 7)
+    x = torch.randn(4, 5, requires_grad=True)
+    assert matmul_flops(lambda: layer(x)) == 2 * 4 * 5 * 7
+    # forward and backward: the backward pass needs two products of the same size (for x's and the weight's grads)
+    assert matmul_flops(lambda: layer(x).sum().backward()) == 3 * 2 * 4 * 5 * 7
+    assert matmul_flops(lambda: a.exp() + 1) == 0  # element-wise work is not counted
+
+
+def test_matmul_flops_does_not_see_a_fused_lstm():
+    # documented: nn.LSTM's fused kernel counts 0, so a notebook counts an LSTM's work from its shapes instead
+    lstm = torch.nn.LSTM(8, 16, batch_first=True)
+    assert matmul_flops(lambda: lstm(torch.randn(2, 5, 8))) == 0

@@ -4,6 +4,8 @@ All three functions watch every operator call (a ``TorchDispatchMode``), so the 
 on every machine, unlike the process's memory. :func:`peak_tensor_bytes` shows that written-out attention stores
 n x n matrices and that blockwise or fused attention does not; :func:`traced_operators` shows which fused kernel
 PyTorch picked; :func:`operator_calls` counts every call, e.g. the hundreds that one cached decoding step makes.
+:func:`matmul_flops` counts the floating-point operations of the matrix products from their shapes: the work of a
+model, on an axis every machine shares, where seconds depend on the CPU and on what else the machine is doing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["operator_calls", "peak_tensor_bytes", "traced_operators"]
+__all__ = ["matmul_flops", "operator_calls", "peak_tensor_bytes", "traced_operators"]
 
 
 class _TensorMemoryTracker(TorchDispatchMode):
@@ -88,3 +90,22 @@ def traced_operators(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[
     For example, ``F.scaled_dot_product_attention`` on a CPU shows which fused kernel PyTorch picked.
     """
     return list(dict.fromkeys(operator_calls(fn, *args, **kwargs)))
+
+
+def matmul_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """Floating-point operations of the matrix products ``fn(*args, **kwargs)`` runs, counted from their shapes.
+
+    A product of (m, k) by (k, n) counts 2 m k n (a multiply and an add per term); batched products, linear layers,
+    convolutions and ``F.scaled_dot_product_attention`` are counted the same way, by PyTorch's own
+    ``torch.utils.flop_counter.FlopCounterMode``. Element-wise work (softmax, norms, activations) is not counted:
+    in a Transformer it is a small share. PyTorch's fused recurrent kernels (``nn.LSTM``, ``nn.GRU`` on the CPU)
+    have no formula there and count 0: count those from their shapes (8 (d_in + d_hidden) d_hidden per token and
+    layer for an LSTM's forward pass). Runs with autograd as ``fn`` leaves it, so a training step's backward pass
+    counts too. The count depends only on the shapes, so it is the same on every machine.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        fn(*args, **kwargs)
+    return int(counter.get_total_flops())
