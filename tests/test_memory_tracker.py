@@ -63,3 +63,13 @@ def test_matmul_flops_does_not_see_a_fused_lstm():
     # documented: nn.LSTM's fused kernel counts 0, so a notebook counts an LSTM's work from its shapes instead
     lstm = torch.nn.LSTM(8, 16, batch_first=True)
     assert matmul_flops(lambda: lstm(torch.randn(2, 5, 8))) == 0
+
+
+def test_matmul_flops_does_not_see_the_fused_cpu_attention_but_sees_it_written_out():
+    import torch.nn.functional as F
+
+    from transformer_course.attention import scaled_dot_product_attention
+
+    q = torch.randn(1, 2, 16, 8)  # (batch, heads, n, d_k)
+    assert matmul_flops(lambda: F.scaled_dot_product_attention(q, q, q)) == 0  # documented: count it by hand
+    assert matmul_flops(lambda: scaled_dot_product_attention(q, q, q)) == 2 * (2 * 2 * 16 * 16 * 8)

@@ -95,12 +95,13 @@ def traced_operators(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[
 def matmul_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     """Floating-point operations of the matrix products ``fn(*args, **kwargs)`` runs, counted from their shapes.
 
-    A product of (m, k) by (k, n) counts 2 m k n (a multiply and an add per term); batched products, linear layers,
-    convolutions and ``F.scaled_dot_product_attention`` are counted the same way, by PyTorch's own
-    ``torch.utils.flop_counter.FlopCounterMode``. Element-wise work (softmax, norms, activations) is not counted:
-    in a Transformer it is a small share. PyTorch's fused recurrent kernels (``nn.LSTM``, ``nn.GRU`` on the CPU)
-    have no formula there and count 0: count those from their shapes (8 (d_in + d_hidden) d_hidden per token and
-    layer for an LSTM's forward pass). Runs with autograd as ``fn`` leaves it, so a training step's backward pass
+    A product of (m, k) by (k, n) counts 2 m k n (a multiply and an add per term); batched products, linear layers
+    and convolutions are counted the same way, by PyTorch's own ``torch.utils.flop_counter.FlopCounterMode``.
+    Element-wise work (softmax, norms, activations) is not counted: in a Transformer it is a small share. Fused
+    kernels that have no formula there count 0: on the CPU, ``F.scaled_dot_product_attention``'s fused kernel
+    (count it as 4 n_q n_k d per head: two products) and the recurrent kernels of ``nn.LSTM`` and ``nn.GRU`` (8
+    (d_in + d_hidden) d_hidden per token and layer for an LSTM's forward pass). Attention written out with matrix
+    products, as the package's ``scaled_dot_product_attention`` does it, is counted. Runs with autograd as ``fn`` leaves it, so a training step's backward pass
     counts too. The count depends only on the shapes, so it is the same on every machine.
     """
     from torch.utils.flop_counter import FlopCounterMode
