@@ -73,3 +73,14 @@ def test_matmul_flops_does_not_see_the_fused_cpu_attention_but_sees_it_written_o
     q = torch.randn(1, 2, 16, 8)  # (batch, heads, n, d_k)
     assert matmul_flops(lambda: F.scaled_dot_product_attention(q, q, q)) == 0  # documented: count it by hand
     assert matmul_flops(lambda: scaled_dot_product_attention(q, q, q)) == 2 * (2 * 2 * 16 * 16 * 8)
+
+
+def test_bytes_moved_counts_inputs_and_outputs_of_every_call():
+    from transformer_course.memory_tracker import bytes_moved
+
+    x = torch.randn(10, 4)  # 160 bytes
+    assert bytes_moved(lambda: x + 1) == 2 * 160  # reads x, writes the result (the scalar 1 is not a tensor)
+    assert bytes_moved(lambda: (x + 1) * 2) == 4 * 160  # two calls, each reading and writing 160 bytes
+    fused = bytes_moved(lambda: torch.nn.functional.layer_norm(x, (4,)))
+    written_out = bytes_moved(lambda: (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True))
+    assert written_out > fused

@@ -19,7 +19,7 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["matmul_flops", "operator_calls", "peak_tensor_bytes", "traced_operators"]
+__all__ = ["bytes_moved", "matmul_flops", "operator_calls", "peak_tensor_bytes", "traced_operators"]
 
 
 class _TensorMemoryTracker(TorchDispatchMode):
@@ -101,8 +101,9 @@ def matmul_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     kernels that have no formula there count 0: on the CPU, ``F.scaled_dot_product_attention``'s fused kernel
     (count it as 4 n_q n_k d per head: two products) and the recurrent kernels of ``nn.LSTM`` and ``nn.GRU`` (8
     (d_in + d_hidden) d_hidden per token and layer for an LSTM's forward pass). Attention written out with matrix
-    products, as the package's ``scaled_dot_product_attention`` does it, is counted. Runs with autograd as ``fn`` leaves it, so a training step's backward pass
-    counts too. The count depends only on the shapes, so it is the same on every machine.
+    products, as the package's ``scaled_dot_product_attention`` does it, is counted. Runs with autograd as ``fn``
+    leaves it, so a training step's backward pass counts too. The count depends only on the shapes, so it is the
+    same on every machine.
     """
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -110,3 +111,30 @@ def matmul_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     with counter:
         fn(*args, **kwargs)
     return int(counter.get_total_flops())
+
+
+class _BytesMoved(TorchDispatchMode):
+    """Adds up the bytes of the tensors every operator call reads (its inputs) and writes (its outputs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        tensors = [t for t in tree_flatten((args, kwargs, out))[0] if isinstance(t, Tensor)]
+        self.total += sum(t.numel() * t.element_size() for t in tensors)
+        return out
+
+
+def bytes_moved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """Bytes that the PyTorch operators ``fn(*args, **kwargs)`` calls read and write (without autograd).
+
+    Each operator call counts the sizes of its input and output tensors: the traffic to and from memory of an
+    element-wise computation such as a norm, where the arithmetic is cheap and moving the data is the cost. The count
+    depends only on the shapes and the operators, so it is the same on every machine. A fused kernel reads its input
+    and writes its output once; the same computation written out in several operators moves every intermediate too.
+    """
+    with torch.no_grad(), _BytesMoved() as counter:
+        fn(*args, **kwargs)
+    return counter.total
