@@ -17,6 +17,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from tools.colab_environment import snapshot_versions
+
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT = ROOT / "environments" / "colab.txt"
 
@@ -27,13 +29,8 @@ else:  # pragma: no cover - Python 3.10
 
 
 def snapshot() -> dict[str, Version]:
-    versions = {}
-    for line in SNAPSHOT.read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, version = line.split("==")
-            versions[canonicalize_name(name)] = Version(version)
-    return versions
+    """environments/colab.txt, parsed by the same function CI's check uses."""
+    return {canonicalize_name(name): Version(v) for name, v in snapshot_versions().items()}
 
 
 def declared_requirements() -> list[tuple[str, Requirement]]:
@@ -91,7 +88,7 @@ def test_the_pretrained_weights_are_an_extra_not_a_dependency():
 
 
 def test_the_ci_check_names_a_replaced_package():
-    from tools.colab_environment import replaced, snapshot_versions
+    from tools.colab_environment import replaced
 
     expected = snapshot_versions("# a comment\nipywidgets==7.7.1\ntorch==2.11.0\nnumpy==2.1.3\n")
     assert expected == {"ipywidgets": "7.7.1", "torch": "2.11.0", "numpy": "2.1.3"}

@@ -14,6 +14,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from transformer_course.environment import public_version
+
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT = ROOT / "environments" / "colab.txt"
 
@@ -36,10 +38,6 @@ def snapshot_versions(text: str | None = None) -> dict[str, str]:
     return versions
 
 
-def _public(version: str) -> str:
-    return version.split("+", 1)[0]
-
-
 def replaced(expected: dict[str, str], installed: dict[str, str]) -> list[str]:
     """One line per package of ``expected`` whose installed version differs (or that is missing)."""
     problems = []
@@ -47,7 +45,7 @@ def replaced(expected: dict[str, str], installed: dict[str, str]) -> list[str]:
         found = installed.get(name)
         if found is None:
             problems.append(f"{name}: listed as {version}, not installed")
-        elif _public(found) != _public(version):
+        elif public_version(found) != public_version(version):
             problems.append(f"{name}: Colab has {version}, the environment now has {found}")
     return problems
 

@@ -23,7 +23,7 @@ class RestartNeeded(RuntimeError):
     """A library this session had imported was replaced on disk: the session must restart to use the new one."""
 
 
-def _public(version: str) -> str:
+def public_version(version: str) -> str:
     """'2.11.0+cu130' -> '2.11.0': PyPI's torch reports a local build tag in memory that its metadata leaves out."""
     return version.split("+", 1)[0].strip()
 
@@ -52,7 +52,7 @@ def stale_libraries(
             on_disk = installed_version(distribution)
         except metadata.PackageNotFoundError:
             continue
-        if _public(in_memory) != _public(on_disk):
+        if public_version(in_memory) != public_version(on_disk):
             stale.append((module_name, in_memory, on_disk))
     return stale
 
