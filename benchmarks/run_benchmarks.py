@@ -372,13 +372,8 @@ def _lm_data(tokenizer_kind: str):
 def bench_language_model(budgets: list[float]) -> dict:
     """Each recipe trained for each wall-clock budget (its cosine schedule sized to end there), held-out loss in
     nats per character."""
-    from transformer_course.lm_training import (
-        LMConfig,
-        LMTrainConfig,
-        build_language_model,
-        held_out_loss,
-        train_language_model,
-    )
+    from transformer_course.language_model import LMConfig, build_language_model
+    from transformer_course.lm_training import LMTrainConfig, held_out_loss, train_language_model
 
     rows = []
     for name, recipe in LM_RECIPES.items():
@@ -415,7 +410,7 @@ def bench_generation(batches: list[int]) -> list[dict]:
     """Greedy generation of 256 new tokens by the shipped language model, with and without the KV cache."""
     from transformer_course.corpus import load_stdlib_text
     from transformer_course.decoding import generate
-    from transformer_course.lm_training import load_shipped_language_model
+    from transformer_course.language_model import load_shipped_language_model
 
     model, tokenizer, config, _ = load_shipped_language_model()
     text = load_stdlib_text().text

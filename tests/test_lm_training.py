@@ -7,17 +7,15 @@ import torch
 
 from transformer_course.bpe import train_bpe
 from transformer_course.decoding import generate
-from transformer_course.lm_data import split_by_position
-from transformer_course.lm_training import (
+from transformer_course.language_model import (
     LMConfig,
-    LMTrainConfig,
     LSTMLanguageModel,
     build_language_model,
-    held_out_loss,
     load_language_model,
     save_language_model,
-    train_language_model,
 )
+from transformer_course.lm_data import split_by_position
+from transformer_course.lm_training import LMTrainConfig, held_out_loss, train_language_model
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
 SMALL = {"d_model": 32, "num_layers": 2, "num_heads": 4, "context": 16}
@@ -131,8 +129,8 @@ def test_the_shipped_language_model_is_notebook_15s_and_writes():
     import json
 
     from transformer_course.corpus import load_stdlib_text
+    from transformer_course.language_model import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
     from transformer_course.lm_data import bits_per_character
-    from transformer_course.lm_training import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
 
     model, tokenizer, config, extra = load_shipped_language_model()
     assert config == LMConfig(style="llama", d_model=128, num_layers=4, num_heads=4, num_kv_heads=2, context=320)

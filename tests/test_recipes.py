@@ -63,7 +63,7 @@ def test_shell_entry_point_runs_the_same_training(tmp_path, capsys):
 
 
 def test_shell_entry_point_trains_a_language_model(tmp_path, capsys):
-    from transformer_course.lm_training import load_language_model
+    from transformer_course.language_model import load_language_model
     from transformer_course.train import main
 
     out = tmp_path / "lm.safetensors"

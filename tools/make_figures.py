@@ -140,7 +140,7 @@ def language_model_curve() -> Figure | None:
     """Notebook 15's shipped language model: its training curve (stored beside it by ``--history-out``) and, if a
     benchmark has run, the held-out loss of the course's recipe and the baseline's after 60, 120 and 180 s."""
     from transformer_course.corpus import load_stdlib_text
-    from transformer_course.lm_training import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
+    from transformer_course.language_model import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
 
     history_path = SHIPPED_LANGUAGE_MODEL.with_suffix(".history.json")
     if not history_path.exists():

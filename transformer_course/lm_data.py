@@ -12,11 +12,13 @@ the same text are.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from . import checks
+from .bpe import BPETokenizer, train_bpe
 
 
 def split_by_position(ids: Tensor, held_out: float = 0.1) -> tuple[Tensor, Tensor]:
@@ -29,6 +31,44 @@ def split_by_position(ids: Tensor, held_out: float = 0.1) -> tuple[Tensor, Tenso
     if cut < 2 or len(ids) - cut < 2:
         raise ValueError(f"{len(ids)} ids are too few to hold out {held_out:.0%} and keep two on each side")
     return ids[:cut], ids[cut:]
+
+
+@dataclass(frozen=True)
+class EncodedCorpus:
+    """A text split by position into a training head and a held-out tail, with the tokenizer trained on the head
+    alone and both parts encoded by it. train_ids: (n_train,), held_out_ids: (n_held_out,)."""
+
+    tokenizer: BPETokenizer
+    train_text: str
+    held_out_text: str
+    train_ids: Tensor
+    held_out_ids: Tensor
+
+    @property
+    def characters_per_token(self) -> float:
+        """Characters of the training text per training token."""
+        return len(self.train_text) / len(self.train_ids)
+
+
+def encode_corpus(text: str, vocab_size: int | None = None, held_out: float = 0.1) -> EncodedCorpus:
+    """Hold out the last ``held_out`` of ``text`` (by characters), train a BPE tokenizer of ``vocab_size`` tokens on
+    the rest (None: one token per character seen there, plus ``<unk>``), and encode both parts with it.
+
+    This is the split of notebook 15, of ``python -m transformer_course.train --task lm`` and of the benchmarks.
+    """
+    if not isinstance(text, str) or not text:
+        raise ValueError("text must be a non-empty str")
+    if not isinstance(held_out, float) or not 0.0 < held_out < 1.0:
+        raise ValueError(f"held_out must be a float in (0, 1), got {held_out!r}")
+    cut = int(len(text) * (1.0 - held_out))
+    train_text, held_out_text = text[:cut], text[cut:]
+    if vocab_size is None:
+        vocab_size = len(set(train_text)) + 1
+    tokenizer = train_bpe(train_text, vocab_size)
+    fast = tokenizer.to_tokenizers()  # the same ids as tokenizer.encode, much faster on a whole corpus
+    train_ids = torch.tensor(fast.encode(train_text).ids)
+    held_out_ids = torch.tensor(fast.encode(held_out_text).ids)
+    return EncodedCorpus(tokenizer, train_text, held_out_text, train_ids, held_out_ids)
 
 
 def random_windows(

@@ -81,8 +81,9 @@ def main_lm(args: argparse.Namespace) -> dict[str, float]:
     """The lm task: tokenizer, model, training and the held-out loss in bits per character."""
     from .bpe import train_bpe
     from .corpus import load_stdlib_text
+    from .language_model import LMConfig, build_language_model, save_language_model
     from .lm_data import bits_per_character
-    from .lm_training import LMConfig, LMTrainConfig, build_language_model, save_language_model, train_language_model
+    from .lm_training import LMTrainConfig, train_language_model
     from .utils import seed_everything
 
     text = load_stdlib_text().text[: args.corpus_chars]
