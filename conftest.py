@@ -1,4 +1,9 @@
-"""Root conftest: applies to the notebooks as well as to tests/ (pytest notebooks, pytest tests, plain pytest)."""
+"""Root conftest: applies to the notebooks as well as to tests/ (pytest notebooks, pytest tests, plain pytest).
+
+Being a conftest.py in a folder without ``__init__.py``, it makes pytest put this folder, the repository root, on
+sys.path (pytest's default import mode), so the tests import ``tools`` and ``benchmarks`` as packages, as
+``python -m tools.NAME`` run from the root does.
+"""
 
 import importlib.util
 from pathlib import Path

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import torch
 
-from benchmarks.run_benchmarks import bench_attention_modules, markdown_table, training_step_flops
+from benchmarks import kv_cache, run
+from benchmarks.attention_modules import bench_attention_modules
+from benchmarks.common import ROOT, Settings, markdown_table
+from benchmarks.training_step import training_step_flops
 from transformer_course import TransformerConfig
 
 
@@ -28,3 +34,27 @@ def test_attention_rows_have_every_column():
         assert rows[0][key] > 0
     table = markdown_table(rows, ["n", "forward: ours/torch"], {"forward: ours/torch": ".2f"})
     assert table.splitlines()[0] == "| n | forward: ours/torch |"
+
+
+def test_a_table_names_a_column_its_rows_lack():
+    with pytest.raises(ValueError, match="'speed-up'"):
+        markdown_table([{"n": 1}], ["n", "speed-up"], {})
+
+
+def test_every_section_is_one_module():
+    numbers = [n for section in run.SECTIONS for n in section.SECTIONS]
+    assert sorted(numbers) == list(range(1, 10))
+    assert run.NOTEBOOK_SECTION in run.notebook_times.SECTIONS
+
+
+def test_the_committed_report_is_written_from_the_committed_results():
+    results = json.loads((ROOT / "benchmarks" / "results.json").read_text())
+    assert run.report(results) == (ROOT / "benchmarks" / "results.md").read_text()
+
+
+def test_a_quick_section_runs_and_the_cache_changes_no_token(tmp_path):
+    settings = Settings(torch.device("cpu"), quick=True, run_time=0.001, figures=tmp_path)
+    rows = kv_cache.run(settings)["kv_cache"]
+    assert [row["new tokens"] for row in rows] == [16, 32]
+    assert all(row["same tokens"] == "yes" for row in rows)
+    assert kv_cache.report({"kv_cache": rows})[1].startswith("## 5. ")

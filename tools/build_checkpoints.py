@@ -1,7 +1,7 @@
 """Build the trained model that ships with the package: ``transformer_course/trained_models/date_model.safetensors``.
 
-    python tools/build_checkpoints.py
-    python tools/build_checkpoints.py --rename-weights   # only rename old weight names in the shipped files
+    python -m tools.build_checkpoints
+    python -m tools.build_checkpoints --rename-weights   # only rename old weight names in the shipped files
 
 It trains the date model with exactly notebook 09's recipe (``DateTask(seed=0)``, ``recipe_model_config(task)``,
 ``TrainConfig()``, on the CPU with one torch thread, as notebook 09 runs it) and writes it with
@@ -9,8 +9,8 @@ It trains the date model with exactly notebook 09's recipe (``DateTask(seed=0)``
 ``extra`` the task, the training settings and the torch and Python versions that produced it.
 
 Run it only when something that changes the trained model changes: the recipe, the model code or the task's
-data generator. Then re-execute notebook 10 (``python tools/execute_notebooks.py 10``), regenerate the figures
-(``python tools/make_figures.py``), run ``tests/test_shipped_checkpoint.py`` and commit the new file. Notebook 10,
+data generator. Then re-execute notebook 10 (``python -m tools.execute_notebooks 10``), regenerate the figures
+(``python -m tools.make_figures``), run ``tests/test_shipped_checkpoint.py`` and commit the new file. Notebook 10,
 the figures and the tests read this file instead of training, so every machine decodes with the same weights.
 The training takes a few minutes on a laptop CPU.
 
@@ -24,21 +24,19 @@ from __future__ import annotations
 
 import argparse
 import platform
-import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from transformer_course.checkpoints import (  # noqa: E402
+from transformer_course.checkpoints import (
     RENAMED_WEIGHTS,
     SHIPPED_CHECKPOINTS,
     load_shipped_checkpoint,
     save_checkpoint,
 )
-from transformer_course.data import DateTask  # noqa: E402
-from transformer_course.recipes import _run_description, recipe_model_config, train_task_model  # noqa: E402
-from transformer_course.training import TrainConfig, evaluate  # noqa: E402
+from transformer_course.data import DateTask
+from transformer_course.recipes import _run_description, recipe_model_config, train_task_model
+from transformer_course.training import TrainConfig, evaluate
 
 MAX_BYTES = 1_000_000  # the file is committed to git and shipped in the wheel: keep it small
 

@@ -1,6 +1,6 @@
 """Build the corpus snapshot that notebooks 02 and 11 read: the prose of this Python's standard library.
 
-    python tools/build_corpus_snapshot.py
+    python -m tools.build_corpus_snapshot
 
 Run it once, with the Python whose text should become the course's corpus, then put the printed checksum into
 ``transformer_course/corpus.py`` (``SNAPSHOT_SHA256``) and re-execute the notebooks that read the corpus. The
@@ -10,11 +10,8 @@ snapshot records which Python produced it. The course's snapshot was built with 
 from __future__ import annotations
 
 import platform
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from transformer_course.corpus import SNAPSHOT_PATH, collect_stdlib_text, tokenize, write_snapshot  # noqa: E402
+from transformer_course.corpus import SNAPSHOT_PATH, collect_stdlib_text, tokenize, write_snapshot
 
 
 def main() -> None:

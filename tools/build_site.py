@@ -1,9 +1,9 @@
 """Build the course site for reading and teaching without a kernel: a Jupyter Book and reveal.js slides.
 
-    python tools/build_site.py                # the book and every deck into _site/
-    python tools/build_site.py --slides-only  # only the slides (into _site/slides/)
-    python tools/build_site.py 03 04          # the book, and the decks of some notebooks only
-    python tools/build_site.py --language en  # only the English site (default: English and Chinese)
+    python -m tools.build_site                # the book and every deck into _site/
+    python -m tools.build_site --slides-only  # only the slides (into _site/slides/)
+    python -m tools.build_site 03 04          # the book, and the decks of some notebooks only
+    python -m tools.build_site --language en  # only the English site (default: English and Chinese)
 
 The book is `jupyter-book build` of the committed notebooks (no re-execution), with its configuration, table of
 contents and landing page in site/. Nothing on a built page is loaded from a CDN: MathJax, reveal.js, require.js
@@ -17,7 +17,7 @@ notebooks, so a teacher can then adjust them in JupyterLab's property inspector.
 
 The Chinese edition is a second book in _site/zh/, laid out as the English one (_site/zh/site/index.html, its
 notebooks in _site/zh/notebooks/zh/, its decks in _site/zh/slides/, its own _static/), so it also works on its
-own. It holds the Chinese notebooks that exist (notebooks/zh/, built by ``python tools/translations.py build``) and
+own. It holds the Chinese notebooks that exist (notebooks/zh/, built by ``python -m tools.translations build``) and
 the Chinese instructor guide: its table of contents and landing page (from site/index.zh-CN.md) are written at build
 time into a scratch copy of the sources, where a link to a notebook with no Chinese version yet opens the English
 page instead. The two landing pages link to each other. Its search index holds Chinese words cut by jieba, with the
@@ -40,9 +40,8 @@ import nbformat
 import yaml
 from nbconvert import SlidesExporter
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.course_notebooks import NOTEBOOKS, ROOT, notebook_paths  # noqa: E402
-from tools.translations import translated_notebooks  # noqa: E402
+from tools.course_notebooks import NOTEBOOKS, ROOT, notebook_paths
+from tools.translations import translated_notebooks
 
 SITE = ROOT / "_site"
 SITE_SOURCE = ROOT / "site"
@@ -171,7 +170,7 @@ def chinese_landing_page(template: str, paths: list[Path]) -> str:
     translated = {p.name for p in paths}
     lines = [f"- **{p.name[:2]}** · [{chinese_title(p)}](../notebooks/zh/{p.stem}.ipynb)" for p in paths]
     if not paths:
-        lines.append("中文笔记本尚未生成（`python tools/translations.py build`）。")
+        lines.append("中文笔记本尚未生成（`python -m tools.translations build`）。")
     missing = [p for p in english_chapters() if p.name not in translated]
     if missing:
         links = ", ".join(f'<a href="../../notebooks/{p.stem}.html">{p.name[:2]}</a>' for p in missing)

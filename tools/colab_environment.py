@@ -1,6 +1,6 @@
 """Check that installing the course into an environment built from Colab's versions replaced none of them.
 
-    python tools/colab_environment.py verify     # run with the Colab environment's python; exit 1 if one changed
+    python -m tools.colab_environment verify     # run with the Colab environment's python; exit 1 if one changed
 
 environments/colab.txt lists the versions Colab has installed, and partly imported, before a notebook starts. CI
 builds a virtual environment from that file, installs the package into it the way a notebook's setup cell does
@@ -57,7 +57,7 @@ def installed_versions() -> dict[str, str]:
 def main(argv: list[str]) -> int:
     if argv != ["verify"]:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
-        print("usage: python tools/colab_environment.py verify", file=sys.stderr)
+        print("usage: python -m tools.colab_environment verify", file=sys.stderr)
         return 2
     problems = replaced(snapshot_versions(), installed_versions())
     if problems:

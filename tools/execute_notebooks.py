@@ -1,7 +1,7 @@
 """Re-execute course notebooks in place, top to bottom in a fresh kernel, so their stored outputs are fresh.
 
-    python tools/execute_notebooks.py            # every notebook
-    python tools/execute_notebooks.py 03 04      # some, by number or file name
+    python -m tools.execute_notebooks            # every notebook
+    python -m tools.execute_notebooks 03 04      # some, by number or file name
 
 Run it after every package change that touches a notebook, then commit the notebooks with their outputs.
 """
@@ -9,15 +9,13 @@ Run it after every package change that touches a notebook, then commit the noteb
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.course_notebooks import notebook_paths  # noqa: E402
+from tools.course_notebooks import notebook_paths
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 

@@ -1,14 +1,13 @@
 """Regenerate every figure under figures/ that the README shows, deterministically.
 
-python tools/make_figures.py           # all figures
-python tools/make_figures.py --list    # their names
+python -m tools.make_figures           # all figures
+python -m tools.make_figures --list    # their names
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,9 +18,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from transformer_course.checkpoints import load_shipped_checkpoint  # noqa: E402
 from transformer_course.data import BOS_ID, make_batch  # noqa: E402
@@ -38,6 +34,7 @@ from transformer_course.viz import (  # noqa: E402
     set_style,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 FIGURES_DIR = ROOT / "figures"
 
 
@@ -141,17 +138,20 @@ def language_model_curve() -> Figure | None:
     benchmark has run, the held-out loss of the course's recipe and the baseline's after 60, 120 and 180 s."""
     from transformer_course.corpus import load_stdlib_text
     from transformer_course.language_model import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
+    from transformer_course.lm_data import encode_corpus
 
     history_path = SHIPPED_LANGUAGE_MODEL.with_suffix(".history.json")
     if not history_path.exists():
         return None
     history = json.loads(history_path.read_text())
     _, tokenizer, _, _ = load_shipped_language_model()
-    text = load_stdlib_text().text
-    cut = int(len(text) * 0.9)
+    # the shipped model's split, and its tokenizer retrained on the training part: the same merges
+    corpus = encode_corpus(load_stdlib_text().text, tokenizer.vocab_size)
+    if corpus.tokenizer.merges != tokenizer.merges:
+        raise RuntimeError("the shipped language model's tokenizer is not encode_corpus's on the shipped corpus")
     tokens_per_char = {
-        "train": len(tokenizer.to_tokenizers().encode(text[:cut]).ids) / cut,
-        "held out": len(tokenizer.to_tokenizers().encode(text[cut:]).ids) / (len(text) - cut),
+        "train": len(corpus.train_ids) / len(corpus.train_text),
+        "held out": len(corpus.held_out_ids) / len(corpus.held_out_text),
     }
     bits = 1 / torch.log(torch.tensor(2.0)).item()
     results = ROOT / "benchmarks" / "results.json"

@@ -1,7 +1,7 @@
 """Show that the perturbed numeric environment really computes different floats on this machine.
 
-    python tools/numeric_paths.py            # prints what differs; exit 1 if nothing does
-    python tools/numeric_paths.py --env      # prints the settings, for: env $(...) pytest notebooks
+    python -m tools.numeric_paths            # prints what differs; exit 1 if nothing does
+    python -m tools.numeric_paths --env      # prints the settings, for: env $(...) pytest notebooks
 
 CI runs strict nbval a second time under ``PERTURBED_ENV`` (other CPU kernels for ATen and MKL, one thread), so
 that an output which depends on the last bits of a float fails in CI rather than on a learner's machine with

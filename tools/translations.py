@@ -9,13 +9,13 @@ A catalogue holds one entry per markdown cell of the English notebook, in the no
 
 ``cell`` is the English cell's id; ``en`` is the first 12 hex digits of the SHA-256 of the English source the
 entry translates. When an English cell changes, its hash changes and the entry is stale until it is translated
-again and its ``en`` updated; ``python tools/translations.py check`` names every such cell.
+again and its ``en`` updated; ``python -m tools.translations check`` names every such cell.
 
-    python tools/translations.py skeleton 04      # write a catalogue with the English text to translate over
-    python tools/translations.py check            # stale, missing or untranslated entries, per notebook
-    python tools/translations.py rehash 04 CELL   # after updating a translation, record the current English hash
-    python tools/translations.py build [04 ...]   # write notebooks/zh/NN_name.ipynb from the English + catalogue
-    python tools/translations.py build --check    # only say which notebooks/zh/ files differ from a fresh build
+    python -m tools.translations skeleton 04      # write a catalogue with the English text to translate over
+    python -m tools.translations check            # stale, missing or untranslated entries, per notebook
+    python -m tools.translations rehash 04 CELL   # after updating a translation, record the current English hash
+    python -m tools.translations build [04 ...]   # write notebooks/zh/NN_name.ipynb from the English + catalogue
+    python -m tools.translations build --check    # only say which notebooks/zh/ files differ from a fresh build
 
 ``build`` makes the Chinese notebook from the English one: each markdown cell becomes its translation (links that
 leave ``notebooks/`` get one more ``../``, the Colab badge opens the Chinese file) and records the hash of the
@@ -33,14 +33,12 @@ import hashlib
 import importlib
 import pkgutil
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.course_notebooks import NOTEBOOK_NAME, ROOT, colab_badge, notebook_paths  # noqa: E402
+from tools.course_notebooks import NOTEBOOK_NAME, ROOT, colab_badge, notebook_paths
 
 TRANSLATIONS = ROOT / "translations"
 MARKER = re.compile(r"^<!-- cell (?P<cell>[\w-]+) · en (?P<en>[0-9a-f]{12}) -->$", re.MULTILINE)
@@ -322,7 +320,7 @@ def stale(notebook: Path, language: str = "zh", translations: Path | None = None
     target = translated_path(notebook, language)
     shown = _shown(target)
     if not target.is_file():
-        return [f"{shown} does not exist: python tools/translations.py build {notebook.name[:2]}"]
+        return [f"{shown} does not exist: python -m tools.translations build {notebook.name[:2]}"]
     try:
         expected = translated_notebook(notebook, language, translations)
     except CatalogueProblems as error:

@@ -3,7 +3,7 @@
 The notebooks read it with :func:`load_stdlib_text`, from a snapshot shipped inside the package
 (``corpus_data/stdlib_text.json.gz``), so every Python from 3.10 to 3.13 sees the same words: the standard
 library's text changes between Python versions (3.11.7 and 3.13.0 differ by about 10% of their words).
-The snapshot was made once by ``python tools/build_corpus_snapshot.py``, which runs :func:`collect_stdlib_text`
+The snapshot was made once by ``python -m tools.build_corpus_snapshot``, which runs :func:`collect_stdlib_text`
 and records which Python produced it; :func:`load_stdlib_text` checks its SHA-256 checksum.
 The text is the Python Software Foundation's, under the PSF licence (``corpus_data/LICENSE-PSF.txt``).
 
@@ -171,7 +171,7 @@ def collect_stdlib_text(timeout: float = 300.0) -> StdlibText:
 
 
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "corpus_data" / "stdlib_text.json.gz"
-# SHA-256 of StdlibText.text for the shipped snapshot; tools/build_corpus_snapshot.py prints the new value.
+# SHA-256 of StdlibText.text for the shipped snapshot; python -m tools.build_corpus_snapshot prints the new value.
 SNAPSHOT_SHA256 = "ff96c6b89ba97b5d6479c83df471021e9e259b2e8aaa3207e10bfef8d0ebf457"
 
 
@@ -187,7 +187,7 @@ def write_snapshot(text: StdlibText, path: str | os.PathLike, python_version: st
     """
     payload = {
         "python": python_version,
-        "built_by": "python tools/build_corpus_snapshot.py",
+        "built_by": "python -m tools.build_corpus_snapshot",
         "sha256": _text_sha256(text.text),
         "docstrings": text.docstrings,
         "comments": text.comments,
@@ -208,7 +208,7 @@ def snapshot_info(path: str | os.PathLike = SNAPSHOT_PATH) -> dict[str, str]:
 def _read_snapshot(path: str | os.PathLike) -> dict:
     if not os.path.exists(path):
         raise ValueError(
-            f"no corpus snapshot at {os.fspath(path)!r}; build it with python tools/build_corpus_snapshot.py"
+            f"no corpus snapshot at {os.fspath(path)!r}; build it with python -m tools.build_corpus_snapshot"
         )
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return json.load(handle)
