@@ -1,15 +1,20 @@
-"""Plots shared by the notebooks: one style, attention heatmaps with token labels, the architecture diagram."""
+"""Plots shared by the notebooks: one style, attention heatmaps with token labels, the architecture diagram, labels
+that do not collide on a scatter plot."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.text import Annotation
+from matplotlib.transforms import Bbox
 from torch import Tensor
 
 
@@ -341,10 +346,92 @@ def plot_masks(
     return fig
 
 
+def label_points(
+    ax: Axes,
+    xy: Sequence[Sequence[float]] | Tensor | np.ndarray,
+    labels: Sequence[str],
+    colors: Sequence[str] | None = None,
+    fontsize: float = 8,
+) -> list[Annotation]:
+    """Write each label near its point of a scatter plot without covering a point or another label (notebook 02).
+
+    xy: (n, 2) data coordinates of the points, already drawn on ``ax``; labels: n strings; colors: n text colours
+    (default: the style's text colour). Each label goes to the first spot, on rings of growing radius around its
+    point (16 directions a ring, up and to the right first), that lies inside the axes, covers no point and no label
+    written before, and whose line to its point crosses no label (in a crowd that leaves no such spot, the line may
+    cross one). A label beyond the first ring gets a thin grey line to its point. Set the axes limits (e.g.
+    ``ax.margins``) before calling: the spots are found in pixels. Returns the n annotations.
+    """
+    points = np.asarray(xy.detach().cpu() if isinstance(xy, Tensor) else xy, dtype=float)
+    if points.ndim != 2 or points.shape[1] != 2:
+        raise ValueError(f"xy must be (n, 2) point coordinates, got shape {points.shape}")
+    n = points.shape[0]
+    if len(labels) != n:
+        raise ValueError(f"got {len(labels)} labels for {n} points")
+    colors = [None] * n if colors is None else list(colors)
+    if len(colors) != n:
+        raise ValueError(f"got {len(colors)} colors for {n} points")
+    if not fontsize > 0:
+        raise ValueError(f"fontsize must be above 0, got {fontsize}")
+    fig = ax.figure
+    fig.canvas.draw()  # fixes the axes limits, so that data coordinates can be turned into pixels
+    renderer, frame, px_per_pt = fig.canvas.get_renderer(), ax.get_window_extent(), fig.dpi / 72
+    pixels = ax.transData.transform(points)  # (n, 2)
+    taken = [Bbox.from_bounds(x - 4, y - 4, 8, 8) for x, y in pixels]  # the markers, then the labels written
+
+    def free(box: Bbox, x: float, y: float, line_may_cross: bool = False) -> bool:
+        """Inside the frame, clear of every marker and label, and (unless allowed) its line to (x, y) crosses no
+        label."""
+        inside = frame.x0 < box.x0 and box.x1 < frame.x1 and frame.y0 < box.y0 and box.y1 < frame.y1
+        if not inside or any(box.overlaps(other) for other in taken):
+            return False
+        line = [
+            (x + t / 10 * (box.x0 + box.width / 2 - x), y + t / 10 * (box.y0 + box.height / 2 - y)) for t in range(11)
+        ]
+        return line_may_cross or not any(other.contains(*p) for other in taken[n:] for p in line)
+
+    annotations = []
+    for (x, y), label, color in zip(pixels, labels, colors):
+        probe = ax.text(0, 0, label, fontsize=fontsize)
+        size = probe.get_window_extent(renderer)
+        probe.remove()
+        w, h = size.width + 2, size.height
+        spots = [  # (radius, box) for 16 directions on each ring, up and to the right first
+            (
+                radius,
+                Bbox.from_bounds(
+                    x + (radius + w / 2) * math.cos(a) - w / 2, y + (radius + h / 2) * math.sin(a) - h / 2, w, h
+                ),
+            )
+            for radius in range(4, 200, 6)
+            for a in (math.pi / 4 + step * math.pi / 8 for step in range(16))
+        ]
+        # in a crowd every line may cross a label: then a spot clear of the others is still better than none
+        radius, box = next((spot for spot in spots if free(spot[1], x, y)), None) or next(
+            (spot for spot in spots if free(spot[1], x, y, line_may_cross=True)),
+            (4, Bbox.from_bounds(x + 4, y + 4, w, h)),
+        )
+        taken.append(box)
+        line = {"arrowstyle": "-", "color": "0.6", "lw": 0.6, "shrinkA": 0, "shrinkB": 2}
+        annotation = ax.annotate(
+            label,
+            xy=ax.transData.inverted().transform((x, y)),
+            xytext=((box.x0 + w / 2 - x) / px_per_pt, (box.y0 + h / 2 - y) / px_per_pt),
+            textcoords="offset points",
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            color=color,
+            arrowprops=line if radius > 4 else None,
+        )
+        annotations.append(annotation)
+    return annotations
+
+
 def scaling_figure(rows: list[dict]) -> Figure:
     """Time and peak memory of attention against n, written out vs F.scaled_dot_product_attention (log-log).
 
-    rows: the "scaling" rows of ``benchmarks/results.json`` (one per n, keys as ``benchmarks/run_benchmarks.py``
+    rows: the "scaling" rows of ``benchmarks/results.json`` (one per n, keys as ``benchmarks/attention_scaling.py``
     writes them).
     """
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 3.8))
