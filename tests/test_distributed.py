@@ -63,6 +63,7 @@ def test_bf16_autocast_trains_on_cpu():
     config = TrainConfig(steps=3, warmup=1, batch_size=8)
     _, history = train_task_model(task, recipe_model_config(task), config, progress=False, amp=True)
     assert all(math.isfinite(x) for x in history.loss)
+    assert len(history.batch_accuracy) == len(history.grad_norm) == 3  # the one loop's history, under autocast
     with autocast_context(torch.device("cpu"), enabled=True):
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
     with pytest.raises(ValueError, match="not on 'mps'"):

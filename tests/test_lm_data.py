@@ -5,7 +5,14 @@ import math
 import pytest
 import torch
 
-from transformer_course.lm_data import bits_per_character, characters_per_token, random_windows, split_by_position
+from transformer_course.bpe import train_bpe
+from transformer_course.lm_data import (
+    bits_per_character,
+    characters_per_token,
+    encode_corpus,
+    random_windows,
+    split_by_position,
+)
 
 
 def test_split_keeps_order_and_holds_out_the_tail():
@@ -56,3 +63,35 @@ def test_bad_input_is_named():
         bits_per_character(1.0, 10, 0)
     with pytest.raises(ValueError, match="ids must not be empty"):
         characters_per_token("abc", [])
+
+
+def test_encode_corpus_holds_out_the_tail_and_trains_the_tokenizer_on_the_head_only():
+    text = "the cat sat on the mat. " * 20 + "a zebra!"
+    corpus = encode_corpus(text, held_out=0.1)
+    cut = int(len(text) * 0.9)
+    assert (corpus.train_text, corpus.held_out_text) == (text[:cut], text[cut:])
+    # no vocab_size: one token per character of the head, plus <unk>; the tail's new letters are unknown
+    assert corpus.tokenizer.vocab_size == len(set(text[:cut])) + 1
+    assert corpus.train_ids.tolist() == corpus.tokenizer.encode(text[:cut])
+    assert corpus.held_out_ids.tolist() == corpus.tokenizer.encode(text[cut:])
+    assert "z" not in set(text[:cut]) and 0 in corpus.held_out_ids.tolist()  # <unk> has id 0
+    assert corpus.characters_per_token == 1.0
+    bpe = encode_corpus(text, vocab_size=30, held_out=0.2)
+    assert bpe.tokenizer.merges == train_bpe(text[: int(len(text) * 0.8)], 30).merges
+    assert bpe.characters_per_token > 1.0 and bpe.train_ids.dtype == torch.long
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("",), "text must be a non-empty str"),
+        ((b"bytes",), "text must be a non-empty str"),
+        (("abc", None, 1.0), r"held_out must be a float in \(0, 1\), got 1.0"),
+        (("abc", None, 0), r"held_out must be a float in \(0, 1\), got 0"),
+        (("a",), "a text of 1 characters is too short to hold out 10%"),
+        (("hello world", 3), "vocab_size=3"),
+    ],
+)
+def test_encode_corpus_names_bad_input(args, message):
+    with pytest.raises(ValueError, match=message):
+        encode_corpus(*args)

@@ -68,6 +68,40 @@ def test_a_time_budget_stops_early_and_still_evaluates(data):
     assert history.steps == 1 and history.eval_steps == [1]
 
 
+def test_the_run_is_adamw_with_decay_on_matrices_through_the_one_update_step(data, capsys):
+    """train_language_model is a setup of the one loop: the same numbers as its plain loop, written out here."""
+    import torch.nn.functional as F
+
+    from transformer_course.lm_data import random_windows
+    from transformer_course.schedules import make_optimizer, optimizer_update, warmup_cosine_lr
+
+    tokenizer, train_ids, held_out_ids = data
+    config = LMTrainConfig(steps=6, warmup=2, eval_every=4, clip_norm=0.5)
+    torch.manual_seed(2)
+    model = build_language_model(LMConfig(**SMALL), tokenizer.vocab_size)
+    by_hand = build_language_model(LMConfig(**SMALL), tokenizer.vocab_size)
+    by_hand.load_state_dict(model.state_dict())
+    history = train_language_model(model, train_ids, held_out_ids, 16, config, progress=True)
+    optimizer = make_optimizer(by_hand, config.lr, config.betas, 1e-8, config.weight_decay, decay_matrices_only=True)
+    generator = torch.Generator().manual_seed(config.seed)
+    by_hand.train()
+    losses, rates = [], []
+    for step in range(1, 7):
+        x, y = random_windows(train_ids, config.batch_size, 16, generator)
+        loss = F.cross_entropy(by_hand(x).flatten(0, 1), y.flatten())
+        rates.append(warmup_cosine_lr(step, config.lr, config.warmup, config.steps, config.min_lr))
+        optimizer_update(optimizer, loss, rates[-1], config.clip_norm, list(by_hand.parameters()))
+        losses.append(loss.item())
+    assert history.loss == losses and history.lr == rates and len(history.grad_norm) == 6
+    for a, b in zip(model.parameters(), by_hand.parameters()):
+        assert torch.equal(a, b)
+    assert history.eval_steps == [4, 6] and history.tokens_seen == 6 * config.batch_size * 16
+    mean = sum(losses) / 6
+    assert capsys.readouterr().out.endswith(f"train loss {mean:.3f} (mean of the last 6)\n")
+    with pytest.raises(ValueError, match="seconds must be >= 0 or None"):
+        train_language_model(model, train_ids, held_out_ids, 16, config, seconds=-1.0)
+
+
 def test_save_and_load_round_trip(data, tmp_path):
     tokenizer, _, held_out_ids = data
     config = LMConfig(style="llama", **SMALL, num_kv_heads=1)

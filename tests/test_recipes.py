@@ -74,6 +74,7 @@ def test_shell_entry_point_trains_a_language_model(tmp_path, capsys):
     )
     text = capsys.readouterr().out
     assert "bits/character" in text and "model saved" in text
+    assert "task lm: 20,000 characters (2,000 held out), 150 bpe tokens" in text  # encode_corpus's split
     assert set(metrics) == {"held_out_nats_per_token", "bits_per_character"}
     model, tokenizer, config, extra = load_language_model(out)
     assert config.style == "llama" and config.num_kv_heads == 2 and tokenizer.vocab_size == 150

@@ -148,6 +148,32 @@ def test_models_give_logits_and_attention_learns_a_long_recall_quickly():
     assert accuracy > 0.9
 
 
+def test_train_recall_is_adam_with_clipping_at_norm_1():
+    """The numbers of the plain loop train_recall was before it went through the one training loop."""
+    torch.manual_seed(0)
+    model = RecurrentClassifier("lstm", 5, 8, 5, forget_bias=1.0)
+    by_hand = RecurrentClassifier("lstm", 5, 8, 5)
+    by_hand.load_state_dict(model.state_dict())
+    accuracy, losses = train_recall(model, 6, 5, steps=5, batch_size=16, lr=1e-2, eval_size=50, seed=4)
+    g = torch.Generator().manual_seed(4)
+    optimizer = torch.optim.Adam(by_hand.parameters(), lr=1e-2)
+    expected = []
+    for _ in range(5):
+        tokens, targets = recall_batch(16, 6, 5, g)
+        loss = torch.nn.functional.cross_entropy(by_hand(tokens), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(by_hand.parameters(), 1.0)
+        optimizer.step()
+        expected.append(loss.item())
+    assert losses == expected and not model.training
+    for a, b in zip(model.parameters(), by_hand.parameters()):
+        assert torch.equal(a, b)
+    tokens, targets = recall_batch(50, 6, 5, g)  # the evaluation draws after the training batches
+    with torch.no_grad():
+        assert accuracy == (by_hand(tokens).argmax(-1) == targets).float().mean().item()
+
+
 def test_recurrent_classifier_forget_bias_lands_in_the_forget_rows():
     model = RecurrentClassifier("lstm", 4, 3, 4, forget_bias=2.5)
     assert torch.all(model.recurrent.bias_ih_l0[3:6] == 2.5)

@@ -1,4 +1,5 @@
-"""Learning-rate schedules (the paper's, warm-up + linear decay, warm-up + cosine) and the paper's Adam settings."""
+"""Learning-rate schedules (the paper's, warm-up + linear decay, warm-up + cosine), the paper's Adam settings, the
+weight-decay groups and the one update step."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import math
 import pytest
 import torch
 
-from transformer_course.schedules import make_optimizer, noam_lr, warmup_cosine_lr, warmup_linear_lr
+from transformer_course.schedules import (
+    make_optimizer,
+    noam_lr,
+    optimizer_update,
+    warmup_cosine_lr,
+    warmup_linear_lr,
+)
 
 
 def test_noam_schedule_peaks_at_warmup():
@@ -57,3 +64,29 @@ def test_optimizer_is_adam_with_the_papers_settings():
     assert isinstance(make_optimizer(model, weight_decay=0.01), torch.optim.AdamW)
     with pytest.raises(ValueError):
         make_optimizer(model, weight_decay=-1.0)
+
+
+def test_decay_on_the_weight_matrices_only_counts_a_tied_weight_once():
+    model = torch.nn.Sequential(torch.nn.Embedding(5, 4), torch.nn.LayerNorm(4), torch.nn.Linear(4, 5))
+    model[2].weight = model[0].weight  # tied, as a language model's embedding and output layer
+    opt = make_optimizer(model, 1e-3, (0.9, 0.99), 1e-8, weight_decay=0.1, decay_matrices_only=True)
+    assert isinstance(opt, torch.optim.AdamW)
+    decay, no_decay = opt.param_groups
+    assert [p is model[0].weight for p in decay["params"]] == [True] and decay["weight_decay"] == 0.1
+    assert [p.dim() for p in no_decay["params"]] == [1, 1, 1] and no_decay["weight_decay"] == 0.0
+    assert decay["betas"] == (0.9, 0.99) and decay["eps"] == 1e-8 and decay["lr"] == 1e-3
+    with pytest.raises(ValueError, match="weight_decay must be >= 0, got -0.1"):
+        make_optimizer(model, weight_decay=-0.1, decay_matrices_only=True)
+
+
+def test_optimizer_update_clips_sets_the_rate_and_steps():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    before = model.weight.detach().clone()
+    opt = torch.optim.SGD(model.parameters(), lr=123.0)
+    norm = optimizer_update(opt, model(torch.ones(4, 3)).pow(2).sum() * 100, 0.1, clip_norm=1.0)
+    assert norm > 1.0 and opt.param_groups[0]["lr"] == 0.1
+    clipped = torch.cat([p.grad.flatten() for p in model.parameters()]).norm()
+    assert clipped == pytest.approx(1.0, rel=1e-4)  # the step used the clipped gradient ...
+    torch.testing.assert_close(model.weight, before - 0.1 * model.weight.grad)  # ... at the rate given
+    assert optimizer_update(opt, model(torch.ones(1, 3)).sum(), 0.1, clip_norm=None) is None  # no clip, no norm

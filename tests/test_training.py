@@ -1,10 +1,9 @@
-"""The training loops: the config, the sequence-to-sequence loop (deterministic, clipped, stoppable, one plain step
-per update), the generic loop of the BERT/GPT/ViT models, the progress line, evaluation."""
+"""The sequence-to-sequence training (the config; deterministic, clipped, stoppable, one plain step per update), the
+training of the BERT/GPT/ViT models, evaluation; both trainings are setups of the one loop (tests/test_loop.py)."""
 
 from __future__ import annotations
 
 import ast
-import io
 import math
 from functools import partial
 from pathlib import Path
@@ -17,9 +16,9 @@ from torch import nn
 import transformer_course
 from transformer_course import Transformer
 from transformer_course.data import CopyTask
+from transformer_course.loop import History
 from transformer_course.recipes import recipe_model_config, train_task_model
 from transformer_course.training import (
-    ProgressLine,
     TrainConfig,
     evaluate,
     make_optimizer,
@@ -106,18 +105,17 @@ def test_callback_can_stop_training_early():
     assert len(history.loss) == 3
 
 
-def test_progress_line_is_one_rewritten_line():
-    stream = io.StringIO()
-    line = ProgressLine(100, stream=stream, width=10)
-    line.update(50, "loss 1.0000")
-    line.update(100, "loss 0.5000")
-    line.close()
-    text = stream.getvalue()
-    assert text.count("\r") == 2 and text.endswith("\n")
-    assert text.split("\r")[-1] == "step 100/100 [##########] loss 0.5000\n"
-    silent = io.StringIO()
-    ProgressLine(10, enabled=False, stream=silent).update(5, "x")
-    assert silent.getvalue() == ""
+def test_without_clipping_no_gradient_norm_is_recorded_and_the_progress_line_shows_the_rate(capsys):
+    task = CopyTask(num_symbols=5, length=4)
+    torch.manual_seed(0)
+    config = TrainConfig(steps=6, batch_size=8, warmup=2, clip_norm=None, log_every=3)
+    history = train(Transformer(_small_config(task)), task, config)
+    assert isinstance(history, History)
+    assert history.grad_norm == [] and len(history.loss) == len(history.batch_accuracy) == 6
+    assert all(0.0 <= a <= 1.0 for a in history.batch_accuracy)
+    final = capsys.readouterr().out.split("\r")[-1]
+    mean = sum(history.loss[3:]) / 3
+    assert final == f"step 6/6 [####################] loss {mean:.4f}  lr {history.lr[-1]:.2e}\n"
 
 
 def test_evaluate_scores_tokens_and_exact_matches():
@@ -144,7 +142,7 @@ def test_evaluate_scores_tokens_and_exact_matches():
 # ---- the generic loop -----------------------------------------------------------------------------------
 
 
-def test_train_steps_learns_and_leaves_frozen_parameters_alone():
+def test_train_steps_learns_and_leaves_frozen_parameters_alone():  # and records the gradient norm it clips
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
     model[0].weight.requires_grad_(False)
@@ -152,7 +150,8 @@ def test_train_steps_learns_and_leaves_frozen_parameters_alone():
     x = torch.randn(64, 4)
     y = (x[:, 0] > 0).long()
     history = train_steps(model, lambda g: F.cross_entropy(model(x), y), steps=100, lr=3e-2, warmup=5, progress=False)
-    assert len(history.loss) == 100 and history.loss[-1] < 0.5 * history.loss[0]
+    assert len(history.loss) == len(history.lr) == len(history.grad_norm) == 100
+    assert history.loss[-1] < 0.5 * history.loss[0] and history.batch_accuracy == []
     torch.testing.assert_close(model[0].weight, frozen)
     assert not model.training
 
@@ -161,7 +160,7 @@ def test_train_steps_prints_one_progress_line(capsys):
     model = nn.Linear(2, 1)
     train_steps(model, lambda g: model(torch.ones(1, 2)).pow(2).sum(), steps=4, warmup=1, log_every=2)
     out = capsys.readouterr().out
-    assert out.count("\n") == 1 and "step 4/4" in out
+    assert out.count("\n") == 1 and out.split("\r")[-1].startswith("step 4/4 [####################] loss ")
 
 
 def test_train_steps_rejects_bad_settings():
@@ -199,6 +198,6 @@ def _imported_modules(module: str) -> set[str]:
 
 
 def test_the_models_and_the_pieces_of_training_do_not_import_the_loop():
-    for module in ("variants", "losses", "schedules", "checkpoints"):
+    for module in ("variants", "losses", "schedules", "checkpoints", "loop"):
         imported = _imported_modules(module)
         assert not {".training", "transformer_course.training"} & imported, module

@@ -126,6 +126,8 @@ def test_training_is_reproducible_and_lowers_the_loss_on_a_two_topic_text():
     assert same > across + 0.3
     cbow = Word2VecConfig(mode="cbow", dim=16, window=3, epochs=4, batch_size=128, subsample=1.0, lr=0.1)
     cbow_run = train_word2vec(ids, counts, cbow)
+    for r in (run, cbow_run):  # one loss per batch of at most 128 examples, every example counted once
+        assert r.pairs_seen / 128 <= len(r.losses) <= r.pairs_seen / 128 + r.config.epochs
     assert sum(cbow_run.losses[-5:]) < sum(cbow_run.losses[:5])
     assert torch.isfinite(cbow_run.model.vectors).all()
 

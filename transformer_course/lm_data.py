@@ -53,6 +53,7 @@ class EncodedCorpus:
 def encode_corpus(text: str, vocab_size: int | None = None, held_out: float = 0.1) -> EncodedCorpus:
     """Hold out the last ``held_out`` of ``text`` (by characters), train a BPE tokenizer of ``vocab_size`` tokens on
     the rest (None: one token per character seen there, plus ``<unk>``), and encode both parts with it.
+    Returns an :class:`EncodedCorpus`: train_ids (n_train,) and held_out_ids (n_held_out,).
 
     This is the split of notebook 15, of ``python -m transformer_course.train --task lm`` and of the benchmarks.
     """
@@ -61,6 +62,11 @@ def encode_corpus(text: str, vocab_size: int | None = None, held_out: float = 0.
     if not isinstance(held_out, float) or not 0.0 < held_out < 1.0:
         raise ValueError(f"held_out must be a float in (0, 1), got {held_out!r}")
     cut = int(len(text) * (1.0 - held_out))
+    if cut < 1 or cut == len(text):
+        raise ValueError(
+            f"a text of {len(text)} characters is too short to hold out {held_out:.0%} "
+            "and keep a character on both sides"
+        )
     train_text, held_out_text = text[:cut], text[cut:]
     if vocab_size is None:
         vocab_size = len(set(train_text)) + 1

@@ -1,14 +1,17 @@
 """Training a decoder-only language model on one long text, as small GPTs are trained on a CPU.
 
-* :class:`LMTrainConfig`: AdamW over random windows, a linear warm-up then a cosine decay, gradient clipping.
-* :func:`train_language_model` runs a fixed number of steps (what a notebook does, so its run repeats) or stops
-  at a wall-clock budget (what a benchmark does); :func:`held_out_loss` scores the held-out tail.
+* :class:`LMTrainConfig`: AdamW over random windows (weight decay on the weight matrices only), a linear warm-up
+  then a cosine decay, gradient clipping.
+* :func:`train_language_model` sets up :func:`~transformer_course.loop.run_training`, the course's one loop: a
+  fixed number of steps (what a notebook does, so its run repeats) or a wall-clock budget (what a benchmark
+  does); :func:`held_out_loss` scores the held-out tail.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -16,8 +19,8 @@ from torch import Tensor, nn
 
 from . import checks
 from .lm_data import random_windows
-from .schedules import warmup_cosine_lr
-from .training import ProgressLine
+from .loop import BatchLoss, History, run_training
+from .schedules import make_optimizer, warmup_cosine_lr
 
 
 @dataclass(frozen=True)
@@ -44,25 +47,6 @@ class LMTrainConfig:
             raise ValueError(f"warmup={self.warmup} must be smaller than steps={self.steps}")
         if not 0 <= self.min_lr <= self.lr:
             raise ValueError(f"need 0 <= min_lr <= lr, got min_lr={self.min_lr}, lr={self.lr}")
-
-
-@dataclass
-class LMHistory:
-    """What a run measured: the training loss per step (nats/token), held-out losses at ``eval_steps``, time."""
-
-    loss: list[float] = field(default_factory=list)
-    eval_steps: list[int] = field(default_factory=list)
-    eval_loss: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-    tokens_seen: int = 0
-
-    @property
-    def steps(self) -> int:
-        return len(self.loss)
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.tokens_seen / self.seconds if self.seconds > 0 else float("nan")
 
 
 @torch.no_grad()
@@ -98,50 +82,42 @@ def train_language_model(
     seconds: float | None = None,
     progress: bool = False,
     eval_windows: int | None = 200,
-) -> LMHistory:
-    """Train ``model`` on random windows of ``train_ids`` for ``config.steps`` updates, or until ``seconds`` of
-    training have passed (a benchmark's budget; the schedule still spans ``config.steps``).
+) -> History:
+    """Train ``model`` on random windows of ``train_ids`` (n_train,) for ``config.steps`` updates, or until
+    ``seconds`` of training have passed (a benchmark's budget; the schedule still spans ``config.steps``).
 
-    The held-out loss (at most ``eval_windows`` windows) is measured every ``config.eval_every`` steps and at the
-    end; evaluation time is not counted in ``history.seconds``.
+    Each window x (batch_size, context) is scored by next-token cross-entropy on the logits (batch_size, context,
+    vocab). The held-out loss of ``held_out_ids`` (at most ``eval_windows`` windows) is measured every
+    ``config.eval_every`` steps and at the end; evaluation time is not counted in ``history.seconds``. Returns
+    the :class:`~transformer_course.loop.History` (loss, lr, eval_steps, eval_loss, tokens_seen, seconds).
     """
+    checks.positive_int("context", context)
+    if seconds is not None and not seconds >= 0:
+        raise ValueError(f"seconds must be >= 0 or None (no budget), got {seconds!r}")
     generator = torch.Generator().manual_seed(config.seed)
-    decay, no_decay = [], []
-    for parameter in {id(p): p for p in model.parameters()}.values():  # tied weights once
-        (decay if parameter.dim() >= 2 else no_decay).append(parameter)
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=config.lr,
-        betas=config.betas,
+    optimizer = make_optimizer(
+        model, config.lr, config.betas, eps=1e-8, weight_decay=config.weight_decay, decay_matrices_only=True
     )
-    history = LMHistory()
-    line = ProgressLine(config.steps, enabled=progress)
-    model.train()
-    elapsed = 0.0
-    for step in range(1, config.steps + 1):
-        started = time.perf_counter()
+
+    def batch_loss() -> BatchLoss:
         x, y = random_windows(train_ids, config.batch_size, context, generator)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if config.clip_norm is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-        for group in optimizer.param_groups:
-            group["lr"] = warmup_cosine_lr(step, config.lr, config.warmup, config.steps, config.min_lr)
-        optimizer.step()
-        elapsed += time.perf_counter() - started
-        history.loss.append(loss.item())
-        history.tokens_seen += x.numel()
-        last = step == config.steps or (seconds is not None and elapsed >= seconds)
-        if last or (config.eval_every and step % config.eval_every == 0):
-            history.eval_steps.append(step)
-            history.eval_loss.append(held_out_loss(model, held_out_ids, context, eval_windows))
-        if step % 50 == 0 or last:
-            recent = history.loss[-50:]
-            line.update(step, f"train loss {sum(recent) / len(recent):.3f} (mean of the last {len(recent)})")
-        if last:
-            break
-    line.close()
-    history.seconds = elapsed
-    model.eval()
-    return history
+        return BatchLoss(F.cross_entropy(model(x).flatten(0, 1), y.flatten()), tokens=x.numel())
+
+    def train_loss_text(recent: Sequence[float], lr: float) -> str:
+        return f"train loss {sum(recent) / len(recent):.3f} (mean of the last {len(recent)})"
+
+    return run_training(
+        model,
+        optimizer,
+        batch_loss,
+        partial(
+            warmup_cosine_lr, peak_lr=config.lr, warmup=config.warmup, decay_steps=config.steps, final_lr=config.min_lr
+        ),
+        config.steps,
+        clip_norm=config.clip_norm,
+        seconds=seconds,
+        held_out=lambda: held_out_loss(model, held_out_ids, context, eval_windows),
+        eval_every=config.eval_every,
+        progress=progress,
+        progress_text=train_loss_text,
+    )

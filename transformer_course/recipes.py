@@ -24,8 +24,9 @@ import torch
 from .checkpoints import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .data import CopyTask, DateTask
 from .distributed import DistributedContext
+from .loop import History
 from .model import Transformer, TransformerConfig
-from .training import History, Task, TrainConfig, evaluate, train
+from .training import Task, TrainConfig, evaluate, train
 from .utils import seed_everything
 
 TASKS = {"date": DateTask, "copy": CopyTask}

@@ -24,7 +24,9 @@ from torch import Tensor, nn
 
 from . import checks
 from .attention import MultiHeadAttention
+from .loop import BatchLoss, constant_lr, run_training
 from .positional import LearnedPositionalEncoding
+from .schedules import make_optimizer
 
 NONLINEARITIES = ("tanh", "relu", "identity")
 
@@ -353,26 +355,23 @@ def train_recall(
     eval_size: int = 1000,
     seed: int = 0,
 ) -> tuple[float, list[float]]:
-    """Train ``model`` on :func:`recall_batch` for a fixed number of Adam steps; returns the accuracy on
-    ``eval_size`` fresh sequences and the training loss of every step. Gradients are clipped at norm 1."""
+    """Train ``model`` on :func:`recall_batch` (tokens (batch_size, distance + 1) -> class logits (batch_size,
+    num_symbols)) for a fixed number of Adam steps with :func:`~transformer_course.loop.run_training`; returns the
+    accuracy on ``eval_size`` fresh sequences and the training loss of every step. Gradients are clipped at
+    norm 1."""
     checks.positive_int("steps", steps)
     g = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    model.train()
-    for _ in range(steps):
+    optimizer = make_optimizer(model, lr, betas=(0.9, 0.999), eps=1e-8)  # torch's Adam defaults
+
+    def batch_loss() -> BatchLoss:
         tokens, targets = recall_batch(batch_size, distance, num_symbols, g)
-        loss = nn.functional.cross_entropy(model(tokens), targets)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
-    model.eval()
+        return BatchLoss(nn.functional.cross_entropy(model(tokens), targets))
+
+    history = run_training(model, optimizer, batch_loss, constant_lr(lr), steps, clip_norm=1.0, progress=False)
     tokens, targets = recall_batch(eval_size, distance, num_symbols, g)
     with torch.no_grad():
         accuracy = (model(tokens).argmax(-1) == targets).float().mean().item()
-    return accuracy, losses
+    return accuracy, history.loss
 
 
 # ------------------------------------------------------------------------------------------------ CNNs

@@ -3,8 +3,10 @@
 * :func:`noam_lr`: the paper's schedule, a linear warm-up then a 1/sqrt(step) decay.
 * :func:`warmup_linear_lr`: a linear warm-up to a peak, then a linear decay to a fraction of it.
 * :func:`warmup_cosine_lr`: a linear warm-up to a peak, then a half cosine down to a floor (GPT-style training).
-* :func:`make_optimizer`: Adam with the paper's betas (0.9, 0.98) and eps 1e-9 (AdamW with weight decay).
-* :func:`optimizer_update`: one update with a scheduled rate: backward, gradient clipping, set the rate, step.
+* :func:`make_optimizer`: Adam with the paper's betas (0.9, 0.98) and eps 1e-9 (AdamW with weight decay; optionally
+  decay on the weight matrices only).
+* :func:`optimizer_update`: one update with a scheduled rate: backward, gradient clipping, set the rate, step;
+  the one ``.backward()`` of training, called by :func:`transformer_course.loop.run_training`.
 
 A schedule gives the rate of update number ``step`` (counted from 1); the training loops set it on the optimizer
 before every update, so the optimizer's own ``lr`` is only a starting value.
@@ -13,6 +15,7 @@ before every update, so the optimizer's own ``lr`` is only a starting value.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -64,29 +67,50 @@ def make_optimizer(
     betas: tuple[float, float] = (0.9, 0.98),
     eps: float = 1e-9,
     weight_decay: float = 0.0,
+    decay_matrices_only: bool = False,
 ) -> torch.optim.Optimizer:
     """Adam with the paper's betas and eps (AdamW, decoupled, when weight_decay > 0) over ``model.parameters()``.
 
-    ``lr`` is the base rate the schedule multiplies; the training loop sets the real rate every step.
+    ``decay_matrices_only`` (GPT-style training): AdamW with two parameter groups, ``weight_decay`` for the
+    weights with two or more dimensions (matrices, embeddings) and none for biases and norm scales; a weight tied
+    between two modules is counted once. ``lr`` is the base rate the schedule multiplies; the training loop sets
+    the real rate every step.
     """
     if weight_decay < 0:
         raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
+    if decay_matrices_only:
+        decay, no_decay = [], []
+        for parameter in model.parameters():  # tied weights once: parameters() yields each tensor once
+            (decay if parameter.dim() >= 2 else no_decay).append(parameter)
+        groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
     if weight_decay > 0:
         return torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     return torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
 
 
-def optimizer_update(optimizer: torch.optim.Optimizer, loss: Tensor, lr: float, clip_norm: float | None) -> Tensor:
-    """One update from a scalar ``loss``: back-propagate it, clip the gradient norm of the optimizer's parameters
-    to ``clip_norm`` (None: no clipping), set every parameter group's learning rate to ``lr`` and step.
+def optimizer_update(
+    optimizer: torch.optim.Optimizer,
+    loss: Tensor,
+    lr: float,
+    clip_norm: float | None,
+    parameters: Sequence[Tensor] | None = None,
+) -> Tensor | None:
+    """One update from a scalar ``loss``: back-propagate it, clip the gradient norm of ``parameters`` (default:
+    the optimizer's, group by group) to ``clip_norm``, set every parameter group's learning rate to ``lr`` and step.
 
-    Returns the gradient norm before clipping, a scalar tensor. Parameters outside the optimizer (a frozen
-    encoder) are neither clipped nor counted.
+    Returns the gradient norm before clipping, a scalar tensor; with ``clip_norm=None`` nothing is clipped or
+    measured (sparse gradients, as word2vec's, have no norm here) and it returns None. Parameters outside
+    ``parameters`` (a frozen encoder) are neither clipped nor counted. The order of ``parameters`` is the order of
+    the norm's sum, so it can change the norm's last bit.
     """
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    parameters = [p for group in optimizer.param_groups for p in group["params"]]
-    grad_norm = torch.nn.utils.clip_grad_norm_(parameters, math.inf if clip_norm is None else clip_norm)
+    grad_norm = None
+    if clip_norm is not None:
+        if parameters is None:
+            parameters = [p for group in optimizer.param_groups for p in group["params"]]
+        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, clip_norm)
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.step()

@@ -79,20 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main_lm(args: argparse.Namespace) -> dict[str, float]:
     """The lm task: tokenizer, model, training and the held-out loss in bits per character."""
-    from .bpe import train_bpe
     from .corpus import load_stdlib_text
     from .language_model import LMConfig, build_language_model, save_language_model
-    from .lm_data import bits_per_character
+    from .lm_data import bits_per_character, encode_corpus
     from .lm_training import LMTrainConfig, train_language_model
     from .utils import seed_everything
 
     text = load_stdlib_text().text[: args.corpus_chars]
-    cut = int(len(text) * 0.9)  # the last 10% of the text is held out, tokenizer included
-    alphabet = len(set(text[:cut])) + 1
-    tokenizer = train_bpe(text[:cut], args.vocab_size if args.tokenizer == "bpe" else alphabet)
-    fast = tokenizer.to_tokenizers()  # the same ids as tokenizer.encode, much faster on the whole corpus
-    train_ids = torch.tensor(fast.encode(text[:cut]).ids)
-    held_out_ids = torch.tensor(fast.encode(text[cut:]).ids)
+    # the last 10% of the text is held out, tokenizer included; "char": one token per character seen
+    corpus = encode_corpus(text, args.vocab_size if args.tokenizer == "bpe" else None, held_out=0.1)
+    tokenizer, train_ids, held_out_ids = corpus.tokenizer, corpus.train_ids, corpus.held_out_ids
     config = LMConfig(
         style=args.style,
         d_model=args.d_model,
@@ -118,13 +114,14 @@ def main_lm(args: argparse.Namespace) -> dict[str, float]:
     seed_everything(args.seed)
     model = build_language_model(config, tokenizer.vocab_size)
     print(
-        f"task lm: {len(text):,} characters ({len(text) - cut:,} held out), {tokenizer.vocab_size} {args.tokenizer} "
-        f"tokens, {len(text[:cut]) / len(train_ids):.2f} characters per token; {count_parameters(model):,} parameters"
+        f"task lm: {len(text):,} characters ({len(corpus.held_out_text):,} held out), {tokenizer.vocab_size} "
+        f"{args.tokenizer} tokens, {corpus.characters_per_token:.2f} characters per token; "
+        f"{count_parameters(model):,} parameters"
     )
     history = train_language_model(
         model, train_ids, held_out_ids, config.context, train_config, progress=not args.quiet, eval_windows=None
     )
-    bpc = bits_per_character(history.eval_loss[-1], len(held_out_ids), len(text) - cut)
+    bpc = bits_per_character(history.eval_loss[-1], len(held_out_ids), len(corpus.held_out_text))
     print(
         f"{history.steps} steps in {history.seconds:.1f} s ({history.tokens_per_second:,.0f} tokens/s); "
         f"held-out loss {history.eval_loss[-1]:.3f} nats/token = {bpc:.3f} bits/character"

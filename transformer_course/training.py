@@ -1,12 +1,12 @@
-"""The training loops: a fixed number of optimizer updates, each one the same plain step; and evaluation.
+"""The sequence-to-sequence training, the training of any model with a loss function, and evaluation.
 
-* :class:`TrainConfig` and :func:`train`: the sequence-to-sequence loop, one :func:`training_step` per update
+* :class:`TrainConfig` and :func:`train`: the sequence-to-sequence run, one :func:`training_step` per update
   (teacher forcing, :func:`~transformer_course.losses.label_smoothing_loss`, backward, clip, scheduled learning
   rate, Adam). Several processes (DDP) and mixed precision wrap that step, set up before the loop by
   :mod:`transformer_course.distributed`; the step is the same with or without them.
-* :func:`train_steps`: the same loop for any model with a loss function (the models of notebook 11).
-* Both share :func:`~transformer_course.schedules.optimizer_update` and :class:`ProgressLine`, one status line
-  rewritten with ``\\r`` (the same text on every run, for a terminal, JupyterLab and nbval).
+* :func:`train_steps`: the same for any model with a loss function (the models of notebook 11).
+* Both are a short setup of :func:`~transformer_course.loop.run_training`, the course's one loop (one
+  :class:`~transformer_course.loop.History`, one :class:`~transformer_course.loop.ProgressLine`).
 * :func:`evaluate`: greedy decoding of a held-out set; token accuracy and exact-match accuracy.
 
 The loss and the schedules (:mod:`~transformer_course.losses`, :mod:`~transformer_course.schedules`) are
@@ -16,12 +16,10 @@ re-exported here; checkpoints and the course's recipe are in :mod:`~transformer_
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Any, NamedTuple, Protocol, TextIO
+from typing import Any, NamedTuple, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -30,6 +28,7 @@ from . import checks
 from .data import PAD_ID, Batch, Vocabulary, make_batch
 from .decoding import greedy_decode
 from .distributed import DistributedContext, mean_across_processes, sharded, with_autocast, wrap_model
+from .loop import BatchLoss, History, run_training
 from .losses import SPREADS, label_smoothing_loss, smoothed_targets
 from .model import Transformer
 from .schedules import make_optimizer, noam_lr, optimizer_update, warmup_linear_lr
@@ -89,42 +88,6 @@ class TrainConfig:
         return asdict(self)
 
 
-@dataclass
-class History:
-    """What happened during training: one entry per update (loss, learning rate, gradient norm before
-    clipping, teacher-forced token accuracy of the batch) and the wall-clock seconds."""
-
-    loss: list[float] = field(default_factory=list)
-    lr: list[float] = field(default_factory=list)
-    grad_norm: list[float] = field(default_factory=list)
-    batch_accuracy: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class ProgressLine:
-    """One status line, rewritten in place with a carriage return: a terminal, JupyterLab and nbval all show
-    (and nbval compares) only its final state. The text holds no times, so it is the same on every run."""
-
-    def __init__(self, total: int, enabled: bool = True, stream: TextIO | None = None, width: int = 20) -> None:
-        self.total, self.enabled, self.width = total, enabled, width
-        self.stream = sys.stdout if stream is None else stream
-
-    def update(self, step: int, text: str) -> None:
-        if self.enabled:
-            filled = round(self.width * step / self.total)
-            bar = "#" * filled + "." * (self.width - filled)
-            self.stream.write(f"\rstep {step:>{len(str(self.total))}}/{self.total} [{bar}] {text}")
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 class Task(Protocol):
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
@@ -134,39 +97,15 @@ class Task(Protocol):
     def eval_pairs(self, n: int = ..., seed: int = ...) -> list: ...
 
 
-# ---- What both loops share (besides schedules.optimizer_update): the loop and its progress line ------------
-
-
-def _run_updates(
-    steps: int, update: Callable[[int], tuple[float, float, bool]], log_every: int, progress: bool, show_lr: bool
-) -> float:
-    """Call ``update(step)`` for step = 1, 2, ... ``steps``; it makes one update and returns (loss, learning rate,
-    stop). The progress line shows the mean loss of the last ``log_every`` updates every ``log_every`` steps, at
-    the end, and where ``stop`` ends the loop early. Returns the wall-clock seconds."""
-    line = ProgressLine(steps, progress)
-    losses: list[float] = []
-    start = time.perf_counter()
-    for step in range(1, steps + 1):
-        loss, lr, stop = update(step)
-        losses.append(loss)
-        if step % log_every == 0 or step == steps or stop:
-            recent = losses[-log_every:]
-            line.update(step, f"loss {sum(recent) / len(recent):.4f}" + (f"  lr {lr:.2e}" if show_lr else ""))
-        if stop:
-            break
-    line.close()
-    return time.perf_counter() - start
-
-
-# ---- The sequence-to-sequence loop -------------------------------------------------------------------------
+# ---- The sequence-to-sequence run -------------------------------------------------------------------------
 
 
 class StepResult(NamedTuple):
-    """What one :func:`training_step` measured: the loss, the gradient norm before clipping and the
-    teacher-forced token accuracy of the batch (scalar tensors, of this process's rows)."""
+    """What one :func:`training_step` measured: the loss, the gradient norm before clipping (None without
+    clipping) and the teacher-forced token accuracy of the batch (scalar tensors, of this process's rows)."""
 
     loss: Tensor
-    grad_norm: Tensor
+    grad_norm: Tensor | None
     accuracy: Tensor
 
 
@@ -181,6 +120,18 @@ def teacher_forced_loss(model: nn.Module, batch: Batch, smoothing: float = 0.0) 
     return label_smoothing_loss(logits, batch.tgt_out, smoothing, PAD_ID), logits
 
 
+def _teacher_forced_batch(
+    model: nn.Module, batch: Batch, loss_fn: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]]
+) -> BatchLoss:
+    """``loss_fn(model, batch)`` and the teacher-forced token accuracy over the non-padding positions of
+    batch.tgt_out (batch, len_t)."""
+    loss, logits = loss_fn(model, batch)
+    with torch.no_grad():
+        real = batch.tgt_out != PAD_ID
+        accuracy = ((logits.argmax(-1) == batch.tgt_out) & real).sum() / real.sum()
+    return BatchLoss(loss, accuracy=accuracy)
+
+
 def training_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -189,18 +140,15 @@ def training_step(
     clip_norm: float | None = 1.0,
     loss_fn: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] = teacher_forced_loss,
 ) -> StepResult:
-    """One update of a sequence-to-sequence model on one batch: ``loss_fn(model, batch)`` (by default
-    :func:`teacher_forced_loss`), then :func:`optimizer_update` with learning rate ``lr``.
+    """One update of a sequence-to-sequence model on one batch, the one :func:`train` makes: ``loss_fn(model,
+    batch)`` (by default :func:`teacher_forced_loss`), then :func:`optimizer_update` with learning rate ``lr``.
 
     batch.src: (batch, len_s), batch.tgt_in and batch.tgt_out: (batch, len_t). ``model`` may be the model or a
     wrapper of it (DistributedDataParallel); ``loss_fn`` may run under autocast. Returns a :class:`StepResult`.
     """
-    loss, logits = loss_fn(model, batch)
-    grad_norm = optimizer_update(optimizer, loss, lr, clip_norm)
-    with torch.no_grad():
-        real = batch.tgt_out != PAD_ID
-        accuracy = ((logits.argmax(-1) == batch.tgt_out) & real).sum() / real.sum()
-    return StepResult(loss.detach(), grad_norm, accuracy)
+    result = _teacher_forced_batch(model, batch, loss_fn)
+    grad_norm = optimizer_update(optimizer, result.loss, lr, clip_norm)
+    return StepResult(result.loss.detach(), grad_norm, result.accuracy)
 
 
 def train(
@@ -218,48 +166,42 @@ def train(
     Each update draws a batch (with a generator seeded by ``config.seed``, so the data order is fixed) and makes
     one :func:`training_step`: teacher forcing, :func:`label_smoothing_loss` over the non-padding positions,
     backward, clipping, the scheduled learning rate, Adam. ``callback(step, loss)`` runs after every update; if it
-    returns True, training stops there. Returns the :class:`History`.
+    returns True, training stops there. Returns the :class:`~transformer_course.loop.History` (loss, lr,
+    grad_norm when clipping, batch_accuracy).
 
     ``distributed`` (see :mod:`transformer_course.distributed`): this process trains on its slice of each
     global batch of ``config.batch_size`` rows through DistributedDataParallel, and the history records losses
     averaged over the processes. ``amp``: bfloat16 autocast for the forward pass and the loss.
     """
     device = next(model.parameters()).device if device is None else torch.device(device)
-    model.to(device).train()
+    model.to(device)
     d_model = model.config.d_model
-    # Several processes and mixed precision wrap the step; the loop below is the same without them.
+    # Several processes and mixed precision wrap the step; the loop is the same without them.
     step_model = wrap_model(model, distributed)
     loss_fn = with_autocast(partial(teacher_forced_loss, smoothing=config.label_smoothing), device, amp)
     optimizer = make_optimizer(model, config.lr, config.betas, config.adam_eps, config.weight_decay)
     generator = torch.Generator().manual_seed(config.seed)
     next_batch = sharded(lambda: task.train_batch(config.batch_size, generator), distributed)
-    history = History()
 
-    def update(step: int) -> tuple[float, float, bool]:
-        lr = config.lr_at(step, d_model)
-        result = training_step(step_model, optimizer, next_batch().to(device), lr, config.clip_norm, loss_fn)
-        history.loss.append(mean_across_processes(result.loss, distributed).item())
-        history.lr.append(lr)
-        history.grad_norm.append(result.grad_norm.item())
-        history.batch_accuracy.append(mean_across_processes(result.accuracy, distributed).item())
-        stop = callback is not None and callback(step, history.loss[-1]) is True
-        return history.loss[-1], lr, stop
+    def lr_text(recent: Sequence[float], lr: float) -> str:
+        return f"loss {sum(recent) / len(recent):.4f}  lr {lr:.2e}"
 
-    history.seconds = _run_updates(config.steps, update, config.log_every, progress, show_lr=True)
-    model.eval()
-    return history
+    return run_training(
+        model,
+        optimizer,
+        lambda: _teacher_forced_batch(step_model, next_batch().to(device), loss_fn),
+        partial(config.lr_at, d_model=d_model),
+        config.steps,
+        clip_norm=config.clip_norm,
+        stop=callback,
+        reduce=partial(mean_across_processes, context=distributed),
+        progress=progress,
+        log_every=config.log_every,
+        progress_text=lr_text,
+    )
 
 
-# ---- The loop for any model with a loss function -----------------------------------------------------------
-
-
-@dataclass
-class StepHistory:
-    """One entry per update of :func:`train_steps`: the loss and the learning rate; and the wall-clock seconds."""
-
-    loss: list[float] = field(default_factory=list)
-    lr: list[float] = field(default_factory=list)
-    seconds: float = 0.0
+# ---- Any model with a loss function ------------------------------------------------------------------------
 
 
 def train_steps(
@@ -273,14 +215,15 @@ def train_steps(
     seed: int = 0,
     log_every: int = 50,
     progress: bool = True,
-) -> StepHistory:
+) -> History:
     """Train ``model`` for exactly ``steps`` updates.
 
     ``batch_loss(generator)`` draws a batch with ``generator`` (seeded by ``seed``, so the data order is fixed),
     runs the model and returns the scalar loss. Each update back-propagates it, clips the gradient norm, sets the
     learning rate of :func:`~transformer_course.schedules.warmup_linear_lr` (linear warm-up to ``lr``, then linear
     decay to lr / 10) and steps Adam (:func:`~transformer_course.schedules.make_optimizer`). Parameters with
-    ``requires_grad=False`` (a frozen encoder) are left alone. Prints one progress line; returns the history.
+    ``requires_grad=False`` (a frozen encoder) are left alone. Prints one progress line; returns the
+    :class:`~transformer_course.loop.History` (loss, lr, grad_norm when clipping).
     """
     checks.positive_ints(steps=steps, log_every=log_every)
     if not 0 <= warmup < steps:
@@ -290,20 +233,16 @@ def train_steps(
         raise ValueError("the model has no trainable parameters")
     optimizer = make_optimizer(nn.ParameterList(trainable), lr, weight_decay=weight_decay)  # it takes a module
     generator = torch.Generator().manual_seed(seed)
-    history = StepHistory()
-    model.train()
-
-    def update(step: int) -> tuple[float, float, bool]:
-        loss = batch_loss(generator)
-        rate = warmup_linear_lr(step, lr, warmup, steps)
-        optimizer_update(optimizer, loss, rate, clip_norm)
-        history.loss.append(loss.item())
-        history.lr.append(rate)
-        return history.loss[-1], rate, False
-
-    history.seconds = _run_updates(steps, update, log_every, progress, show_lr=False)
-    model.eval()
-    return history
+    return run_training(
+        model,
+        optimizer,
+        lambda: BatchLoss(batch_loss(generator)),
+        partial(warmup_linear_lr, peak_lr=lr, warmup=warmup, decay_steps=steps),
+        steps,
+        clip_norm=clip_norm,
+        progress=progress,
+        log_every=log_every,
+    )
 
 
 # ---- Evaluation --------------------------------------------------------------------------------------------
@@ -380,9 +319,6 @@ __all__ = [
     "SCHEDULES",
     "SPREADS",
     "EvalResult",
-    "History",
-    "ProgressLine",
-    "StepHistory",
     "StepResult",
     "Task",
     "TrainConfig",

@@ -22,8 +22,9 @@ learning rate, as in the original C tool.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -31,6 +32,7 @@ from torch import Tensor, nn
 
 from . import checks
 from .corpus import WordVocabulary
+from .loop import BatchLoss, run_training
 
 MODES = ("skipgram", "cbow")
 
@@ -259,12 +261,44 @@ class Word2VecRun:
     pairs_seen: int = 0
 
 
+def _batch_losses(
+    model: Word2Vec,
+    config: Word2VecConfig,
+    columns: tuple[Tensor, ...],
+    order: Tensor,
+    noise: Tensor,
+    generator: torch.Generator,
+) -> Callable[[], BatchLoss]:
+    """The batches of one epoch in ``order`` (examples,): each call takes the next ``config.batch_size`` examples
+    of ``columns`` (skip-gram: centers, contexts; CBOW: windows, mask, centers), draws their negatives and gives
+    the summed loss to back-propagate (so each example moves the vectors as much as one update of the original
+    one-example-at-a-time tool) and its mean per example to record."""
+    starts = iter(range(0, order.numel(), config.batch_size))
+    loss_fn = model.skipgram_loss if config.mode == "skipgram" else model.cbow_loss
+
+    def batch_loss() -> BatchLoss:
+        start = next(starts)
+        idx = order[start : start + config.batch_size]
+        negatives = sample_negatives(noise, (idx.numel(), config.negatives), generator)
+        loss = loss_fn(*(column[idx] for column in columns), negatives)  # (batch,)
+        return BatchLoss(loss.sum(), recorded=loss.detach().mean(), tokens=idx.numel())
+
+    return batch_loss
+
+
+def _decayed_lr(step: int, config: Word2VecConfig, epoch: int, batches: int) -> float:
+    """The rate of update ``step`` (from 1) of epoch ``epoch`` (from 0): linear decay over all epochs."""
+    progress = (epoch + (step - 1) / batches) / config.epochs
+    return config.lr * max(config.min_lr_fraction, 1.0 - progress)
+
+
 def train_word2vec(ids: Tensor, counts: Tensor | Sequence[int], config: Word2VecConfig | None = None) -> Word2VecRun:
     """Train word2vec on a running text for a fixed number of epochs.
 
     ids: (n,) word ids of the text; counts: (vocab,) how often each word occurs (for subsampling and the
     noise distribution). Each epoch subsamples the text afresh, builds the pairs (skip-gram) or windows
-    (CBOW), shuffles them and takes SGD steps on the summed loss of each batch, so each example moves the
+    (CBOW), shuffles them and takes SGD steps (one :func:`~transformer_course.loop.run_training` per epoch) on
+    the summed loss of each batch, so each example moves the
     vectors as much as one update of the original one-example-at-a-time tool. Deterministic for a given
     ``config.seed`` (use one torch thread for bit-identical runs).
     """
@@ -287,28 +321,19 @@ def train_word2vec(ids: Tensor, counts: Tensor | Sequence[int], config: Word2Vec
     for epoch in range(config.epochs):
         kept = subsample(ids, keep, g)
         if config.mode == "skipgram":
-            centers, contexts = skipgram_pairs(kept, config.window, g)
-            examples = centers.numel()
+            columns = skipgram_pairs(kept, config.window, g)  # (centers, contexts)
         else:
-            windows, mask, centers = cbow_windows(kept, config.window, g)
-            examples = centers.numel()
+            columns = cbow_windows(kept, config.window, g)  # (windows, mask, centers)
+        examples = columns[0].shape[0]
         order = torch.randperm(examples, generator=g)
+        if examples == 0:  # nothing survived the subsampling
+            continue
         batches = math.ceil(examples / config.batch_size)
-        for b in range(batches):
-            progress = (epoch + b / batches) / config.epochs
-            for group in optimizer.param_groups:
-                group["lr"] = config.lr * max(config.min_lr_fraction, 1.0 - progress)
-            idx = order[b * config.batch_size : (b + 1) * config.batch_size]
-            negatives = sample_negatives(noise, (idx.numel(), config.negatives), g)
-            if config.mode == "skipgram":
-                loss = model.skipgram_loss(centers[idx], contexts[idx], negatives)
-            else:
-                loss = model.cbow_loss(windows[idx], mask[idx], centers[idx], negatives)
-            optimizer.zero_grad(set_to_none=True)
-            loss.sum().backward()
-            optimizer.step()
-            run.losses.append(loss.detach().mean().item())
-            run.pairs_seen += idx.numel()
+        batch_loss = _batch_losses(model, config, columns, order, noise, g)
+        lr_at = partial(_decayed_lr, config=config, epoch=epoch, batches=batches)
+        history = run_training(model, optimizer, batch_loss, lr_at, batches, progress=False)
+        run.losses += history.loss
+        run.pairs_seen += history.tokens_seen
     return run
 
 
