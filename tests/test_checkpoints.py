@@ -14,7 +14,8 @@ from transformer_course import Transformer, TransformerConfig
 from transformer_course.checkpoints import CheckpointError, _config_differences, load_checkpoint, save_checkpoint
 from transformer_course.data import Vocabulary
 
-NEW_FIELDS = ("norm", "num_kv_heads", "rope_base", "bias")  # added to TransformerConfig after the first checkpoints
+# added to TransformerConfig after the first checkpoints
+NEW_FIELDS = ("norm", "num_kv_heads", "rope", "rope_base", "bias")
 
 
 def _model_and_vocabs(tie: bool = False):
@@ -117,6 +118,29 @@ def test_a_config_without_the_newer_fields_loads_with_their_defaults(tmp_path):
     changed = Transformer(model.config.replace(bias=False))
     with pytest.raises(CheckpointError, match=r"saved for a different model .*bias: True vs False"):
         load_checkpoint(old, model=changed)
+
+
+def test_a_config_with_the_old_field_names_loads(tmp_path):
+    model, vocab = _model_and_vocabs()
+    model = Transformer(model.config.replace(norm_eps=1e-6, positional="none", rope=True)).eval()
+    path = save_checkpoint(tmp_path / "m.safetensors", model, vocab, vocab)
+
+    def old_names(config: dict) -> dict:
+        config = {k: v for k, v in config.items() if k != "rope"}
+        config["layer_norm_eps"] = config.pop("norm_eps")
+        config["positional"] = "rope"  # rotary positions were once a kind of positional encoding
+        return config
+
+    old = _rewrite(path, tmp_path / "old.safetensors", config=old_names)
+    with safe_open(str(old), framework="pt") as f:
+        stored = json.loads(f.metadata()["config"])
+    assert "norm_eps" not in stored and (stored["layer_norm_eps"], stored["positional"]) == (1e-6, "rope")
+    loaded = load_checkpoint(old)
+    assert loaded.config == model.config
+    _assert_same_weights(model, loaded.model)
+    broken = _rewrite(path, tmp_path / "broken.safetensors", config=lambda c: {**c, "heads": 3})
+    with pytest.raises(CheckpointError, match=r"broken metadata .*unknown TransformerConfig fields \['heads'\]"):
+        load_checkpoint(broken)
 
 
 def test_config_differences_name_only_the_fields_that_differ():

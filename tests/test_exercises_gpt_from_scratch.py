@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from transformer_course.bpe import train_bpe
+from transformer_course.decoder_lm import DecoderLM, llama_block_config
 from transformer_course.decoding import generate
 from transformer_course.exercises import gpt_from_scratch as ex
 from transformer_course.exercises import set_language
-from transformer_course.modern_block import ModernDecoderLM
 
 
 def test_reference_merge_step_agrees_with_the_package_trainer():
@@ -179,8 +179,7 @@ def test_cache_checker_accepts_the_reference(capsys):
 
 
 def test_reference_cached_generation_equals_the_package_generate_with_its_cache():
-    model = ModernDecoderLM(31, 16, 2, 4, tie_embeddings=True, max_len=40).eval()
-    model.max_len = 40
+    model = DecoderLM(llama_block_config(16, 4, max_len=40), 31, num_layers=2).eval()
     prompt = torch.tensor([[1, 2, 3], [4, 5, 6]])
     with torch.no_grad():
         ours = ex.reference_cached_generation(model, prompt, 12)

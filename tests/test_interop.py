@@ -108,7 +108,7 @@ def test_as_many_kv_heads_as_query_heads_is_plain_multi_head_attention():
 
 
 @pytest.mark.parametrize(
-    ("fields", "match"), [(dict(positional="rope"), "no rope=True"), (dict(norm="rms"), "no norm")]
+    ("fields", "match"), [(dict(positional="none", rope=True), "no rope=True"), (dict(norm="rms"), "no norm")]
 )
 def test_transformer_to_torch_checks_the_layers_too(fields, match):
     config = TransformerConfig.preset("tiny", src_vocab_size=9, tgt_vocab_size=9, **fields)

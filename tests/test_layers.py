@@ -10,6 +10,7 @@ from helpers import SRC, assert_parity
 from torch import nn
 
 from transformer_course.attention import KVCache
+from transformer_course.decoder_lm import llama_block_config
 from transformer_course.interop import (
     decoder_layer_from_torch,
     decoder_layer_to_torch,
@@ -26,7 +27,6 @@ from transformer_course.layers import (
     SwiGLUFeedForward,
 )
 from transformer_course.masks import causal_mask, padding_mask
-from transformer_course.modern_block import ModernDecoderBlock, llama_block_config
 from transformer_course.norms import RMSNorm
 from transformer_course.utils import count_parameters
 
@@ -104,9 +104,7 @@ def test_encoder_layer_with_causal_flag_is_a_decoder_only_block():
 
 
 def test_modern_block_is_a_preset_of_the_one_block():
-    block = ModernDecoderBlock(32, num_heads=4, num_kv_heads=2)
-    assert type(block).__mro__[1] is EncoderLayer
-    assert block.config == llama_block_config(32, 4, 2)
+    block = EncoderLayer(llama_block_config(32, num_heads=4, num_kv_heads=2))
     c = block.config
     assert (c.norm, c.norm_first, c.activation, c.rope, c.num_kv_heads, c.bias) == (
         "rms",

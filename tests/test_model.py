@@ -3,13 +3,15 @@ weights (causality, padding, order), and the checks at the model's edge."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 import torch
 from helpers import SRC, TGT, assert_parity
 from torch import nn
 
 from transformer_course.interop import transformer_to_torch
-from transformer_course.layers import SwiGLUFeedForward
+from transformer_course.layers import BlockConfig, SwiGLUFeedForward
 from transformer_course.model import Decoder, Encoder, Transformer, TransformerConfig
 from transformer_course.norms import RMSNorm
 from transformer_course.positional import (
@@ -41,7 +43,7 @@ def test_rms_norm_everywhere_is_one_field():
 
 
 def test_rope_in_the_papers_decoder_is_one_field():
-    model = Transformer(TINY.replace(positional="rope")).eval()
+    model = Transformer(TINY.replace(positional="none", rope=True)).eval()
     assert isinstance(model.positional, NoPositionalEncoding)
     assert all(layer.self_attention.rope is not None for layer in model.decoder.layers)
     assert all(layer.cross_attention.rope is None for layer in model.decoder.layers)
@@ -80,9 +82,31 @@ def test_stacks_take_a_block_config_or_its_fields():
     assert isinstance(Decoder(1, TINY.block, norm="rms", final_norm=True).norm, RMSNorm)
 
 
+def test_every_block_field_is_a_transformer_config_field_of_the_same_name():
+    block_fields = {f.name for f in fields(BlockConfig)}
+    assert block_fields <= {f.name for f in fields(TransformerConfig)}
+    config = TINY.replace(norm_eps=1e-6, rope=True, positional="none", num_kv_heads=2, bias=False, rope_base=500.0)
+    assert config.block.to_dict() == {name: getattr(config, name) for name in block_fields}
+
+
 def test_old_config_dicts_load_with_the_new_fields_at_their_defaults():
-    old = {k: v for k, v in TINY.to_dict().items() if k not in ("norm", "num_kv_heads", "rope_base", "bias")}
-    assert TransformerConfig(**old) == TINY
+    old = {k: v for k, v in TINY.to_dict().items() if k not in ("norm", "num_kv_heads", "rope", "rope_base", "bias")}
+    assert TransformerConfig.from_dict(old) == TINY
+
+
+def test_old_field_names_load_through_from_dict():
+    old = {k: v for k, v in TINY.to_dict().items() if k not in ("norm_eps", "rope")}
+    old.update(layer_norm_eps=1e-6, positional="rope")  # the names of an older package
+    config = TransformerConfig.from_dict(old)
+    assert (config.norm_eps, config.positional, config.rope) == (1e-6, "none", True)
+    assert config == TINY.replace(norm_eps=1e-6, positional="none", rope=True)
+    assert TransformerConfig.from_dict(TINY.to_dict()) == TINY
+    with pytest.raises(ValueError, match="gives both 'layer_norm_eps' \\(the old name\\) and 'norm_eps'"):
+        TransformerConfig.from_dict({**TINY.to_dict(), "layer_norm_eps": 1e-6})
+    with pytest.raises(ValueError, match=r"unknown TransformerConfig fields \['heads'\]"):
+        TransformerConfig.from_dict({**TINY.to_dict(), "heads": 4})
+    with pytest.raises(ValueError, match="positional must be one of"):
+        TINY.replace(positional="rope")  # the old spelling is read by from_dict only
 
 
 @pytest.mark.parametrize(

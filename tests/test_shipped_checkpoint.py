@@ -42,6 +42,16 @@ def test_its_weights_have_the_models_current_names(shipped):
     assert "output_projection.weight" in names and not any(name.startswith("generator.") for name in names)
 
 
+def test_its_config_was_saved_with_the_old_field_names_and_loads(shipped):
+    from safetensors import safe_open
+
+    with safe_open(str(SHIPPED_CHECKPOINTS / "date_model.safetensors"), framework="pt") as f:
+        stored = json.loads(f.metadata()["config"])
+    assert stored["layer_norm_eps"] == 1e-5 and "norm_eps" not in stored  # written before the rename
+    assert shipped.config.norm_eps == 1e-5 and shipped.config.block.norm_eps == 1e-5
+    assert not shipped.config.rope and shipped.config.positional == "sinusoidal"
+
+
 def test_it_was_trained_with_notebook_09s_recipe(shipped, task):
     assert shipped.config == recipe_model_config(task)
     assert shipped.src_vocab == task.src_vocab

@@ -8,16 +8,15 @@ from torch import nn
 
 from transformer_course.attention import attention_maps, set_attention_backend
 from transformer_course.data import PAD_ID, TextToTextTask
+from transformer_course.decoder_lm import DecoderLM, gpt2_block_config
 from transformer_course.decoding import generate
-from transformer_course.interop import encoder_layer_to_torch
-from transformer_course.masks import to_torch_blocking_mask
+from transformer_course.layers import BlockConfig
 from transformer_course.training import TrainConfig, train
 from transformer_course.variants import (
     CLS_ID,
     FIRST_WORD_ID,
     MASK_ID,
     SEP_ID,
-    CausalLanguageModel,
     MaskedLanguageModel,
     VisionTransformer,
     corrupt_for_mlm,
@@ -167,7 +166,8 @@ def test_segment_ids_recovers_pair_inputs_segments():
 
 def _mlm(**kwargs):
     torch.manual_seed(0)
-    return MaskedLanguageModel(VOCAB, d_model=16, num_heads=2, d_ff=32, num_layers=2, max_len=16, dropout=0.0, **kwargs)
+    block = BlockConfig(d_model=16, num_heads=2, d_ff=32, dropout=0.0, activation="gelu", max_len=16, **kwargs)
+    return MaskedLanguageModel(block, VOCAB, num_layers=2)
 
 
 def test_mlm_shapes_weight_tying_and_scored_positions():
@@ -212,47 +212,18 @@ def test_mlm_rejects_bad_input():
         model(_ids(2, 5), where=torch.ones(2, 5))
     with pytest.raises(ValueError, match="token id 99 is outside the vocabulary"):
         model(torch.tensor([[99]]))
-    with pytest.raises(ValueError, match="d_model must be a positive int"):
-        MaskedLanguageModel(VOCAB, d_model=0)
+    with pytest.raises(ValueError, match="config must be a BlockConfig"):
+        MaskedLanguageModel(VOCAB, 16, 2)
+    with pytest.raises(ValueError, match="num_layers must be a positive int"):
+        MaskedLanguageModel(BlockConfig(d_model=16, num_heads=2), VOCAB, 0)
 
 
-# ---- decoder-only ---------------------------------------------------------------------------------------
+# ---- generation (decoder-only models themselves: test_decoder_lm.py) ------------------------------------
 
 
-def _gpt(**kwargs):
+def _gpt():
     torch.manual_seed(0)
-    return CausalLanguageModel(VOCAB, d_model=16, num_heads=2, d_ff=32, num_layers=2, max_len=12, dropout=0.0, **kwargs)
-
-
-def test_gpt_is_causal():
-    model = _gpt().eval()
-    ids = _ids(2, 10)
-    changed = ids.clone()
-    changed[:, 6:] = FIRST_WORD_ID
-    with torch.no_grad():
-        a, b = model(ids), model(changed)
-    torch.testing.assert_close(a[:, :6], b[:, :6])
-    assert not torch.allclose(a[:, 6:], b[:, 6:])
-
-
-def test_gpt_equals_a_pytorch_encoder_stack_with_a_causal_mask():
-    model = _gpt().eval()
-    ids = _ids(2, 10)
-    x = model.positional(model.token_embedding(ids))
-    blocked = to_torch_blocking_mask(torch.ones(10, 10, dtype=torch.bool).tril())
-    for layer in model.encoder.layers:
-        x = encoder_layer_to_torch(layer).eval()(x, src_mask=blocked)
-    logits = model.encoder.norm(x) @ model.token_embedding.weight.T
-    with torch.no_grad():
-        torch.testing.assert_close(model(ids), logits, atol=1e-5, rtol=1e-4)
-
-
-def test_gpt_rejects_bad_input():
-    model = _gpt()
-    with pytest.raises(ValueError, match="longer than the model's max_len=12"):
-        model(_ids(1, 13))
-    with pytest.raises(ValueError, match="ids must be an integer tensor"):
-        model(torch.zeros(1, 3))
+    return DecoderLM(gpt2_block_config(16, 2, 32, max_len=12), VOCAB, num_layers=2, pad_id=PAD_ID)
 
 
 def test_generate_greedy_matches_step_by_step_argmax_and_each_row_alone():
@@ -284,29 +255,9 @@ def test_generate_sampling_is_reproducible_filtered_and_respects_bans():
     torch.testing.assert_close(top1, greedy)
 
 
-def test_generate_with_a_kv_cache_gives_the_same_tokens():
-    from transformer_course.modern_block import ModernDecoderLM
-
-    torch.manual_seed(0)
-    model = ModernDecoderLM(VOCAB, 32, 2, 4, num_kv_heads=2, max_len=64).eval()
-    prompt = torch.randint(0, VOCAB, (3, 5))
-    torch.testing.assert_close(
-        generate(model, prompt, 20, greedy=True, use_cache=True), generate(model, prompt, 20, greedy=True)
-    )
-    sampled = [
-        generate(model, prompt, 20, top_p=0.9, generator=torch.Generator().manual_seed(3), use_cache=cached)
-        for cached in (True, False)
-    ]
-    torch.testing.assert_close(*sampled)
-    calls = []
-    model.register_forward_pre_hook(lambda module, args: calls.append(args[0].shape[1]))
-    generate(model, prompt, 4, greedy=True, use_cache=True)
-    assert calls == [5, 1, 1, 1]  # the prompt once, then one token per step
-    with pytest.raises(ValueError, match=r"the prompt \(5\) plus max_new_tokens \(60\) exceed its max_len=64"):
-        model.max_len = 64
-        generate(model, prompt, 60, use_cache=True)
+def test_generate_with_a_cache_needs_a_model_that_has_one():
     with pytest.raises(ValueError, match="use_cache needs a model with a new_cache"):
-        generate(_gpt(), prompt, 3, use_cache=True)
+        generate(nn.Sequential(nn.Embedding(VOCAB, 4), nn.Linear(4, VOCAB)), _ids(1, 2), 3, use_cache=True)
 
 
 def test_generate_rejects_bad_arguments():
@@ -352,7 +303,7 @@ def test_patchify_rejects_bad_input():
 
 def test_vit_shapes_cls_token_and_attention_maps():
     torch.manual_seed(0)
-    vit = VisionTransformer(8, 2, 10, d_model=16, num_heads=2, d_ff=32, num_layers=3).eval()
+    vit = VisionTransformer(gpt2_block_config(16, 2, 32), 8, 2, 10, num_layers=3).eval()
     images = torch.randn(5, 8, 8)
     assert vit(images).shape == (5, 10)
     assert vit.encode(images).shape == (5, 17, 16)
@@ -362,13 +313,15 @@ def test_vit_shapes_cls_token_and_attention_maps():
     with pytest.raises(ValueError, match=r"images must be \(batch, 1, 8, 8\)"):
         vit(torch.randn(5, 7, 7))
     with pytest.raises(ValueError, match="must be a multiple of patch_size"):
-        VisionTransformer(8, 3, 10)
+        VisionTransformer(gpt2_block_config(16, 2), 8, 3, 10, num_layers=1)
+    with pytest.raises(ValueError, match="config must be a BlockConfig"):
+        VisionTransformer(8, 2, 10, 16, 2)
 
 
 def test_attention_maps_needs_an_encoder_and_stored_weights():
     with pytest.raises(ValueError, match="has no MultiHeadAttention named"):
         attention_maps(nn.Linear(2, 2))
-    vit = set_attention_backend(VisionTransformer(8, 4, 3, d_model=8, num_heads=2, d_ff=8), "fused")
+    vit = set_attention_backend(VisionTransformer(gpt2_block_config(8, 2, 8), 8, 4, 3, num_layers=2), "fused")
     vit(torch.randn(1, 8, 8))
     with pytest.raises(ValueError, match="no attention weights stored"):
         attention_maps(vit)

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from . import checks
 from .data import PAD_ID, SPECIAL_TOKENS, Vocabulary
+from .layers import BlockConfig
 from .masks import padding_mask
 from .model import Encoder
 from .positional import LearnedPositionalEncoding, TokenEmbedding
@@ -203,11 +204,12 @@ class BertEmbeddings(nn.Module):
 class MaskedLanguageModel(nn.Module):
     """A small BERT: bidirectional encoder with a masked-language-model head.
 
-    Embeddings: token (unscaled, as BERT) + learned position + segment (A = 0, B = 1), then LayerNorm and dropout.
-    The stack is :class:`~transformer_course.model.Encoder` (GELU; Post-LN as in BERT, or Pre-LN with a final
-    LayerNorm if ``norm_first=True``) with a padding mask only, so every token attends to its left and its right.
-    The MLM head is Linear + GELU + LayerNorm, then a projection onto the vocabulary that reuses the token
-    embedding matrix (weight tying, as BERT), plus a bias per word.
+    Embeddings: token (unscaled, as BERT) + learned position (``config.max_len`` of them) + segment (A = 0,
+    B = 1), then LayerNorm and dropout. The stack is :class:`~transformer_course.model.Encoder` of ``num_layers``
+    layers of ``config`` (BERT: GELU, Post-LN; with ``norm_first=True`` it gets a final norm) with a padding mask
+    only, so every token attends to its left and its right. The MLM head is Linear + GELU + LayerNorm, then a
+    projection onto the vocabulary that reuses the token embedding matrix (weight tying, as BERT), plus a bias per
+    word.
 
     ``forward(ids, segments)``: ids (batch, len), segments (batch, len) or None (all 0) -> logits
     (batch, len, vocab_size). :meth:`encode` returns the hidden states (batch, len, d_model); position 0 (the
@@ -216,32 +218,24 @@ class MaskedLanguageModel(nn.Module):
 
     def __init__(
         self,
+        config: BlockConfig,
         vocab_size: int,
-        d_model: int = 64,
-        num_heads: int = 4,
-        d_ff: int = 256,
-        num_layers: int = 2,
-        max_len: int = 64,
-        dropout: float = 0.1,
+        num_layers: int,
         num_segments: int = 2,
         pad_id: int = PAD_ID,
-        norm_first: bool = False,
     ) -> None:
         super().__init__()
+        if not isinstance(config, BlockConfig):
+            raise ValueError(f"config must be a BlockConfig (e.g. BlockConfig(activation='gelu')), got {config!r}")
         checks.positive_ints(vocab_size=vocab_size, num_layers=num_layers, num_segments=num_segments)
-        self.vocab_size, self.d_model, self.max_len, self.pad_id = vocab_size, d_model, max_len, pad_id
-        self.embeddings = BertEmbeddings(vocab_size, d_model, max_len, num_segments, pad_id, dropout, eps=1e-5)
-        self.encoder = Encoder(
-            num_layers,
-            d_model=d_model,
-            num_heads=num_heads,
-            d_ff=d_ff,
-            dropout=dropout,
-            activation="gelu",
-            norm_first=norm_first,
+        d_model = config.d_model
+        self.vocab_size, self.d_model, self.max_len, self.pad_id = vocab_size, d_model, config.max_len, pad_id
+        self.embeddings = BertEmbeddings(
+            vocab_size, d_model, config.max_len, num_segments, pad_id, config.dropout, eps=config.norm_eps
         )
+        self.encoder = Encoder(num_layers, config)
         self.head_transform = nn.Linear(d_model, d_model)
-        self.head_norm = nn.LayerNorm(d_model)
+        self.head_norm = nn.LayerNorm(d_model, eps=config.norm_eps)
         self.head_bias = nn.Parameter(torch.zeros(vocab_size))
         xavier_init_(self.encoder)
         xavier_init_(self.head_transform)

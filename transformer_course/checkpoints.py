@@ -4,8 +4,9 @@
   and any JSON-serialisable ``extra`` in the file's metadata, so the file alone rebuilds the model.
 * :func:`load_checkpoint`: rebuild the model (or fill a given one) and the vocabularies; a missing, corrupt or
   foreign file, or weights that do not fit, raise :class:`CheckpointError` saying which. Files from older
-  versions of the package load too: config fields added since take their defaults, and the output projection's
-  old name (``generator``) is read as ``output_projection``.
+  versions of the package load too: config fields added since take their defaults, renamed ones are read by
+  :meth:`TransformerConfig.from_dict <transformer_course.model.TransformerConfig.from_dict>` (``layer_norm_eps``,
+  ``positional="rope"``), and the output projection's old name (``generator``) is read as ``output_projection``.
 * :func:`load_shipped_checkpoint`: the trained date model that ships with the package
   (built by ``tools/build_checkpoints.py``), so every machine decodes with the same weights.
 """
@@ -122,8 +123,8 @@ def load_checkpoint(
     With ``model`` given, its config must equal the saved one and the weights are loaded into it.
     Raises :class:`CheckpointError` (a ``ValueError``) for a missing, corrupt or foreign file, or for weights
     that do not fit the config, with a message saying which. Checkpoints written before a config field existed
-    load with that field's default; weights named ``generator.*`` (the output projection's old name) load into
-    ``output_projection.*``.
+    load with that field's default, old field names as :meth:`TransformerConfig.from_dict` reads them; weights
+    named ``generator.*`` (the output projection's old name) load into ``output_projection.*``.
     """
     from safetensors import safe_open
 
@@ -141,7 +142,7 @@ def load_checkpoint(
             f"(format {metadata.get('format')!r}, expected {CHECKPOINT_FORMAT!r})"
         )
     try:
-        config = TransformerConfig(**json.loads(metadata["config"]))  # fields it lacks: defaults
+        config = TransformerConfig.from_dict(json.loads(metadata["config"]))  # old names, missing fields: see there
         src_vocab = Vocabulary(json.loads(metadata["src_vocab"]))
         tgt_vocab = Vocabulary(json.loads(metadata["tgt_vocab"]))
         extra = json.loads(metadata.get("extra", "{}"))

@@ -335,8 +335,8 @@ def generate(
     """Continue every prompt of a batch at once, one token per step, with a decoder-only language model.
 
     model: maps ids (batch, len) to next-token logits (batch, len, vocab), e.g.
-    :class:`~transformer_course.variants.CausalLanguageModel`; if it has ``max_len``, it sees at most that many
-    tokens (the last ones).
+    :class:`~transformer_course.decoder_lm.DecoderLM`; if it has ``max_len``, it sees at most that many tokens (the
+    last ones).
 
     prompt: (batch, len_p) ids, all rows of the same length (no padding). At each step the next token is the most
     likely one (``greedy=True``) or is drawn from :func:`next_token_probs` (temperature, top-k, top-p).
@@ -344,7 +344,8 @@ def generate(
     max_new_tokens): the prompts and their continuations. Put the model in eval mode first.
 
     ``use_cache=True`` (for a model with ``new_cache()`` whose forward takes ``(new_ids, caches)``, such as
-    :class:`~transformer_course.modern_block.ModernDecoderLM`) feeds the prompt once and then only each new token,
+    :class:`~transformer_course.decoder_lm.DecoderLM`, which starts the new tokens' positions after the cached
+    ones) feeds the prompt once and then only each new token,
     reusing the keys and values of the earlier positions: the same tokens, far less work per step. The cache keeps
     every position, so the prompt and the new tokens must fit in the model's ``max_len``.
     """

@@ -241,7 +241,7 @@ def transformer_to_torch(model: Transformer) -> nn.Transformer:
             c.d_ff,
             c.dropout,
             activation=c.activation,
-            layer_norm_eps=c.layer_norm_eps,
+            layer_norm_eps=c.norm_eps,
             batch_first=True,
             norm_first=c.norm_first,
         )
@@ -264,7 +264,7 @@ def load_torch_transformer(model: Transformer, theirs: nn.Transformer) -> Transf
     settings = {
         "norm_first": (c.norm_first, layer.norm_first),
         "activation": (c.activation, _activation_name(layer)),
-        "layer_norm_eps": (c.layer_norm_eps, layer.norm1.eps),
+        "norm_eps": (c.norm_eps, layer.norm1.eps),
     }
     for name, (ours_value, theirs_value) in settings.items():
         if ours_value != theirs_value:

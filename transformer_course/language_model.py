@@ -17,12 +17,15 @@ from torch import Tensor, nn
 
 from . import checks
 from .bpe import BPETokenizer
-from .modern_block import ModernDecoderLM
-from .variants import CausalLanguageModel
+from .decoder_lm import DecoderLM, gpt2_block_config, llama_block_config
 
 STYLES = ("gpt2", "llama")
 # the model notebook 15 loads: trained in the shell with the lm task (the command is in its extra metadata)
 SHIPPED_LANGUAGE_MODEL = Path(__file__).resolve().parent / "trained_models" / "gpt_stdlib.safetensors"
+
+RENAMED_WEIGHTS = {"embedding.": "token_embedding.embedding."}
+"""Old name prefix -> new name prefix of weights renamed since language models were first saved (files written by
+the LLaMA-style model class that :class:`~transformer_course.decoder_lm.DecoderLM` replaced)."""
 
 
 class LSTMLanguageModel(nn.Module):
@@ -72,39 +75,24 @@ class LMConfig:
             raise ValueError(f"num_kv_heads={self.num_kv_heads} needs style='llama'; the GPT-2 style has none")
 
 
-def build_language_model(config: LMConfig, vocab_size: int) -> nn.Module:
-    """An untrained model of ``config``'s style: ids (batch, len <= context) -> logits (batch, len, vocab_size).
+def build_language_model(config: LMConfig, vocab_size: int) -> DecoderLM:
+    """An untrained :class:`~transformer_course.decoder_lm.DecoderLM` of ``config``'s style, its block from
+    :func:`~transformer_course.decoder_lm.gpt2_block_config` or
+    :func:`~transformer_course.decoder_lm.llama_block_config`: ids (batch, len <= context) -> logits
+    (batch, len, vocab_size).
 
-    Both tie the output layer to the token embedding, so an untrained model predicts close to uniformly.
+    Both tie the output layer to the token embedding, whose rows start at a standard deviation of 1/sqrt(d_model),
+    so an untrained model predicts close to uniformly. The GPT-2 style's blocks start Xavier-uniform (as notebook
+    11's GPT); the LLaMA style's keep PyTorch's default ``nn.Linear`` init, the recipe of the shipped model.
     """
     checks.positive_int("vocab_size", vocab_size)
-    if config.style == "gpt2":
-        return CausalLanguageModel(
-            vocab_size,
-            d_model=config.d_model,
-            num_heads=config.num_heads,
-            d_ff=4 * config.d_model if config.d_ff is None else config.d_ff,
-            num_layers=config.num_layers,
-            max_len=config.context,
-            dropout=config.dropout,
-            pad_id=None,
-        )
-    model = ModernDecoderLM(
-        vocab_size,
-        config.d_model,
-        config.num_layers,
-        config.num_heads,
-        num_kv_heads=config.num_kv_heads,
-        tie_embeddings=True,
-        d_ff=config.d_ff,
-        max_len=config.context,
-        dropout=config.dropout,
-    )
-    # nn.Embedding's N(0, 1) rows, tied to the head, would give logits of std sqrt(d_model) against unit-RMS
-    # hidden states: start near uniform predictions instead, as GPT-2 does, with rows of length about 1
-    nn.init.normal_(model.embedding.weight, std=config.d_model**-0.5)
-    model.max_len = config.context  # decoding.generate feeds at most this many tokens
-    return model
+    c = config
+    if c.style == "gpt2":
+        block = gpt2_block_config(c.d_model, c.num_heads, c.d_ff, dropout=c.dropout, max_len=c.context)
+    else:
+        block = llama_block_config(c.d_model, c.num_heads, c.num_kv_heads, c.d_ff, max_len=c.context, dropout=c.dropout)
+    # the LLaMA style keeps PyTorch's default init in its blocks: the recipe the shipped model was trained with
+    return DecoderLM(block, vocab_size, c.num_layers, xavier=c.style == "gpt2")
 
 
 def save_language_model(
@@ -126,26 +114,52 @@ def save_language_model(
     return path
 
 
-def load_language_model(path: str | os.PathLike) -> tuple[nn.Module, BPETokenizer, LMConfig, dict]:
-    """The model (in eval mode), tokenizer, config and ``extra`` saved by :func:`save_language_model`."""
+def _renamed(weights: dict[str, Tensor], expected: set[str]) -> dict[str, Tensor]:
+    """``weights`` with old names (:data:`RENAMED_WEIGHTS`) changed to the names the model expects."""
+    renamed = {}
+    for name, tensor in weights.items():
+        for old, new in RENAMED_WEIGHTS.items():
+            if name.startswith(old) and name not in expected and new + name[len(old) :] in expected:
+                name = new + name[len(old) :]
+        renamed[name] = tensor
+    return renamed
+
+
+def load_language_model(path: str | os.PathLike) -> tuple[DecoderLM, BPETokenizer, LMConfig, dict]:
+    """The model (in eval mode), tokenizer, config and ``extra`` saved by :func:`save_language_model`.
+
+    Weights under old names (:data:`RENAMED_WEIGHTS`) load under the new ones. A missing, truncated or garbled
+    file, or one whose weights do not fit its config, raises ``ValueError`` saying which.
+    """
     from safetensors import safe_open
-    from safetensors.torch import load_model
+    from safetensors.torch import load_file
 
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no language-model file at {os.fspath(path)!r}")
-    with safe_open(str(path), framework="pt") as handle:
-        metadata = handle.metadata() or {}
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+        weights = load_file(str(path))
+    except Exception as error:  # safetensors raises its own error types for truncated or garbled files
+        raise ValueError(f"{os.fspath(path)!r} is not a readable safetensors file ({error})") from error
     if metadata.get("format") != "transformer-course language model":
         raise ValueError(f"{os.fspath(path)!r} is not a language model saved by save_language_model")
-    config = LMConfig(**json.loads(metadata["lm_config"]))
-    tokenizer = BPETokenizer(json.loads(metadata["tokens"]), [tuple(m) for m in json.loads(metadata["merges"])])
+    try:
+        config = LMConfig(**json.loads(metadata["lm_config"]))
+        tokenizer = BPETokenizer(json.loads(metadata["tokens"]), [tuple(m) for m in json.loads(metadata["merges"])])
+        extra = json.loads(metadata["extra"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{os.fspath(path)!r} has broken metadata ({type(error).__name__}: {error})") from error
     model = build_language_model(config, tokenizer.vocab_size)
-    load_model(model, str(path))
-    return model.eval(), tokenizer, config, json.loads(metadata["extra"])
+    try:  # strict: every weight of the model from the file, no tensor left over, every shape right
+        model.load_state_dict(_renamed(weights, set(model.state_dict())))
+    except RuntimeError as error:
+        raise ValueError(f"the weights in {os.fspath(path)!r} do not fit its config ({error})") from error
+    return model.eval(), tokenizer, config, extra
 
 
-def load_shipped_language_model() -> tuple[nn.Module, BPETokenizer, LMConfig, dict]:
+def load_shipped_language_model() -> tuple[DecoderLM, BPETokenizer, LMConfig, dict]:
     """The language model that ships with the package (:data:`SHIPPED_LANGUAGE_MODEL`), as
     :func:`load_language_model` returns it."""
     return load_language_model(SHIPPED_LANGUAGE_MODEL)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from torch import Tensor, nn
@@ -15,7 +15,10 @@ from .masks import causal_mask, decoder_self_mask, padding_mask
 from .positional import POSITIONAL_ENCODINGS, TokenEmbedding
 from .utils import xavier_init_
 
-POSITIONAL_KINDS = ("sinusoidal", "learned", "rope", "none")
+POSITIONAL_KINDS = ("sinusoidal", "learned", "none")
+
+RENAMED_CONFIG_FIELDS = {"layer_norm_eps": "norm_eps"}
+"""Old name -> new name of TransformerConfig fields renamed since configs were first saved (see ``from_dict``)."""
 
 
 @dataclass(frozen=True)
@@ -23,10 +26,11 @@ class TransformerConfig:
     """Every size and switch of a :class:`Transformer`. Build one by hand or from a preset:
     ``TransformerConfig.preset("base", src_vocab_size=..., tgt_vocab_size=...)``.
 
-    The layer choices (activation, norm, norm_first, layer_norm_eps, num_kv_heads, bias, and ``positional="rope"``)
-    are those of :class:`~transformer_course.layers.BlockConfig`; :attr:`block` is that config. ``positional``:
-    ``"sinusoidal"`` (the paper) or ``"learned"`` tables added to the embeddings, ``"rope"`` (rotary positions
-    inside every self-attention), or ``"none"``.
+    The layer fields (d_model, num_heads, d_ff, dropout, activation, norm, norm_first, norm_eps, num_kv_heads,
+    rope, rope_base, max_len, bias) have the names and meanings of :class:`~transformer_course.layers.BlockConfig`;
+    :attr:`block` is that config. ``positional``: ``"sinusoidal"`` (the paper) or ``"learned"`` tables added to
+    the embeddings, or ``"none"``; ``rope=True`` rotates queries and keys inside every self-attention (usually
+    with ``positional="none"``). Configs saved with older field names load through :meth:`from_dict`.
     """
 
     src_vocab_size: int
@@ -40,7 +44,7 @@ class TransformerConfig:
     activation: str = "relu"  # "relu", "gelu" or "swiglu"
     norm_first: bool = False  # False: Post-LN, as in the paper
     final_norm: bool | None = None  # a norm after each stack; None: only for Pre-LN, where it is needed
-    layer_norm_eps: float = 1e-5  # eps of every norm, LayerNorm or RMSNorm (the name nn.Transformer uses)
+    norm_eps: float = 1e-5  # eps of every norm, LayerNorm or RMSNorm (nn.Transformer calls it layer_norm_eps)
     max_len: int = 512
     positional: str = "sinusoidal"
     share_embeddings: bool = False  # one embedding table for source and target (needs one vocabulary)
@@ -48,6 +52,7 @@ class TransformerConfig:
     pad_id: int | None = 0
     norm: str = "layer"  # "layer" (LayerNorm) or "rms" (RMSNorm)
     num_kv_heads: int | None = None  # None: multi-head attention; fewer: grouped-query; 1: multi-query
+    rope: bool = False  # rotary positions inside every self-attention
     rope_base: float = 10000.0
     bias: bool = True  # biases in the attention projections and the feed-forward network
 
@@ -69,22 +74,29 @@ class TransformerConfig:
 
     @property
     def block(self) -> BlockConfig:
-        """The layers' config, shared by every encoder and decoder layer."""
-        return BlockConfig(
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            d_ff=self.d_ff,
-            dropout=self.dropout,
-            activation=self.activation,
-            norm=self.norm,
-            norm_first=self.norm_first,
-            norm_eps=self.layer_norm_eps,
-            num_kv_heads=self.num_kv_heads,
-            rope=self.positional == "rope",
-            rope_base=self.rope_base,
-            max_len=self.max_len,
-            bias=self.bias,
-        )
+        """The layers' config, shared by every encoder and decoder layer: each of its fields is this config's
+        field of the same name."""
+        return BlockConfig(**{f.name: getattr(self, f.name) for f in fields(BlockConfig)})
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> TransformerConfig:
+        """A config from :meth:`to_dict`'s dictionary, also one saved by an older version of the package: fields it
+        lacks take their defaults, ``layer_norm_eps`` is read as ``norm_eps``, and ``positional="rope"`` (rotary
+        positions were once a kind of positional encoding) as ``positional="none", rope=True``."""
+        values = dict(values)
+        for old, new in RENAMED_CONFIG_FIELDS.items():
+            if old in values:
+                if new in values:
+                    raise ValueError(f"the config gives both {old!r} (the old name) and {new!r}; expected one")
+                values[new] = values.pop(old)
+        if values.get("positional") == "rope":
+            values.update(positional="none", rope=True)
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(
+                f"unknown TransformerConfig fields {unknown}; expected some of {[f.name for f in fields(cls)]}"
+            )
+        return cls(**values)
 
     @property
     def use_final_norm(self) -> bool:
@@ -120,12 +132,12 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-class Encoder(nn.Module):
-    """A stack of :class:`EncoderLayer`, with an optional final norm (needed for Pre-LN).
+class LayerStack(nn.Module):
+    """What :class:`Encoder` and :class:`Decoder` share: ``num_layers`` layers of one kind built from one
+    :class:`BlockConfig` (or its fields as keywords), an optional final norm (``final_norm`` defaults to
+    ``norm_first``: Pre-LN needs it), and the check that a KV cache has one entry per layer."""
 
-    Build it from a :class:`BlockConfig` or its fields as keywords: ``Encoder(2, d_model=64, num_heads=4,
-    d_ff=256)``. ``final_norm`` defaults to ``norm_first``. x: (batch, len_s, d_model) -> (batch, len_s, d_model).
-    """
+    layer_type: type[nn.Module]
 
     def __init__(
         self, num_layers: int, config: BlockConfig | None = None, final_norm: bool | None = None, **fields: Any
@@ -133,9 +145,31 @@ class Encoder(nn.Module):
         super().__init__()
         checks.non_negative_int("num_layers", num_layers)
         self.config = config = BlockConfig.build(config, fields)
-        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(num_layers))
+        self.layers = nn.ModuleList(self.layer_type(config) for _ in range(num_layers))
         use_norm = config.norm_first if final_norm is None else final_norm
         self.norm = config.final_norm() if use_norm else None
+
+    def _layer_caches(self, cache: Sequence[Any] | None) -> Sequence[Any | None]:
+        """One cache entry per layer (all None without a cache)."""
+        if cache is None:
+            return [None] * len(self.layers)
+        if len(cache) != len(self.layers):
+            raise ValueError(f"cache must hold one entry per layer ({len(self.layers)}), got {len(cache)}")
+        return cache
+
+    def _final_norm(self, x: Tensor) -> Tensor:
+        return x if self.norm is None else self.norm(x)
+
+
+class Encoder(LayerStack):
+    """A stack of :class:`EncoderLayer`, with an optional final norm (needed for Pre-LN).
+
+    Build it from a :class:`BlockConfig` or its fields as keywords: ``Encoder(2, d_model=64, num_heads=4,
+    d_ff=256)``. ``final_norm`` defaults to ``norm_first``. x: (batch, len_s, d_model) -> (batch, len_s, d_model).
+    With ``causal=True`` it is a decoder-only stack (see :class:`~transformer_course.decoder_lm.DecoderLM`).
+    """
+
+    layer_type = EncoderLayer
 
     def forward(
         self,
@@ -146,29 +180,19 @@ class Encoder(nn.Module):
     ) -> Tensor:
         """x: (batch, len, d_model); mask broadcastable to (batch, heads, len, len_k). causal: a decoder-only stack.
         cache: optional, one :class:`KVCache` per layer, for incremental decoding. Returns (batch, len, d_model)."""
-        if cache is not None and len(cache) != len(self.layers):
-            raise ValueError(f"cache must hold one KVCache per layer ({len(self.layers)}), got {len(cache)}")
-        for i, layer in enumerate(self.layers):
-            x = layer(x, mask, cache=None if cache is None else cache[i], causal=causal)
-        return x if self.norm is None else self.norm(x)
+        for layer, layer_cache in zip(self.layers, self._layer_caches(cache)):
+            x = layer(x, mask, cache=layer_cache, causal=causal)
+        return self._final_norm(x)
 
 
-class Decoder(nn.Module):
+class Decoder(LayerStack):
     """A stack of :class:`DecoderLayer`, with an optional final norm (needed for Pre-LN).
 
     Built like :class:`Encoder`. x: (batch, len_t, d_model) embedded target; memory: (batch, len_s, d_model) ->
     (batch, len_t, d_model).
     """
 
-    def __init__(
-        self, num_layers: int, config: BlockConfig | None = None, final_norm: bool | None = None, **fields: Any
-    ) -> None:
-        super().__init__()
-        checks.non_negative_int("num_layers", num_layers)
-        self.config = config = BlockConfig.build(config, fields)
-        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(num_layers))
-        use_norm = config.norm_first if final_norm is None else final_norm
-        self.norm = config.final_norm() if use_norm else None
+    layer_type = DecoderLayer
 
     def forward(
         self,
@@ -179,11 +203,9 @@ class Decoder(nn.Module):
         cache: list[tuple[KVCache, KVCache]] | None = None,
     ) -> Tensor:
         """cache: optional, one (self, cross) :class:`KVCache` pair per layer, for incremental decoding."""
-        if cache is not None and len(cache) != len(self.layers):
-            raise ValueError(f"cache must hold one entry per decoder layer ({len(self.layers)}), got {len(cache)}")
-        for i, layer in enumerate(self.layers):
-            x = layer(x, memory, self_mask, memory_mask, cache=None if cache is None else cache[i])
-        return x if self.norm is None else self.norm(x)
+        for layer, layer_cache in zip(self.layers, self._layer_caches(cache)):
+            x = layer(x, memory, self_mask, memory_mask, cache=layer_cache)
+        return self._final_norm(x)
 
 
 class Transformer(nn.Module):

@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from . import checks
 from .attention import attention_maps
 from .bert import BertEmbeddings
+from .layers import BlockConfig
 from .model import Encoder
 from .wordpiece import WordPieceTokenizer
 
@@ -99,6 +100,21 @@ class BertConfig:
         "pad_token_id": "pad_id",
     }
 
+    @property
+    def block(self) -> BlockConfig:
+        """The layers' config: Post-LN (``LayerNorm(x + sublayer(x))``, as in BERT), LayerNorm with
+        ``layer_norm_eps``, this config's activation, sizes and dropout."""
+        return BlockConfig(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            activation=self.activation,
+            norm_first=False,
+            norm_eps=self.layer_norm_eps,
+            max_len=self.max_len,
+        )
+
     @classmethod
     def from_dict(cls, config: Mapping[str, Any]) -> BertConfig:
         """Our config from a Hugging Face BERT ``config.json`` dictionary; refuses what our encoder cannot run."""
@@ -143,17 +159,8 @@ class BertEncoder(nn.Module):
             config.dropout,
             config.layer_norm_eps,
         )
-        self.encoder = Encoder(
-            config.num_layers,
-            final_norm=False,  # BERT has no LayerNorm after the last layer (each layer ends with one)
-            d_model=config.d_model,
-            num_heads=config.num_heads,
-            d_ff=config.d_ff,
-            dropout=config.dropout,
-            activation=config.activation,
-            norm_first=False,  # Post-LN: LayerNorm(x + sublayer(x)), as in BERT
-            norm_eps=config.layer_norm_eps,
-        )
+        # BERT has no LayerNorm after the last layer (each Post-LN layer ends with one)
+        self.encoder = Encoder(config.num_layers, config.block, final_norm=False)
 
     def forward(
         self, input_ids: Tensor, attention_mask: Tensor | None = None, token_type_ids: Tensor | None = None

@@ -2,11 +2,14 @@
 
 * Encoder-only (BERT): :class:`~transformer_course.bert.MaskedLanguageModel` and its data (:func:`mask_tokens`,
   :func:`pair_inputs`) live in :mod:`transformer_course.bert`; they are importable from here too.
-* Decoder-only (GPT): :class:`CausalLanguageModel`. The same encoder stack with a causal mask: a "decoder" without
-  cross-attention is an encoder that cannot look ahead. :func:`transformer_course.decoding.generate` samples
-  from it.
+* Decoder-only (GPT): :class:`~transformer_course.decoder_lm.DecoderLM` with
+  :func:`~transformer_course.decoder_lm.gpt2_block_config`, in :mod:`transformer_course.decoder_lm`. The same
+  encoder stack with a causal mask: a "decoder" without cross-attention is an encoder that cannot look ahead.
+  :func:`transformer_course.decoding.generate` samples from it.
 * Vision Transformer: :class:`VisionTransformer`. An image cut into patches by :func:`patchify`, each patch a
   token, a learned ``[CLS]`` token in front, learned positions, the same encoder stack.
+
+Each model takes a :class:`~transformer_course.layers.BlockConfig` for its layers, plus its own sizes.
 
 The models here are plain ``nn.Module``: they train with :func:`transformer_course.training.train_steps`, and
 :func:`transformer_course.attention.attention_maps` reads their attention weights. The T5-style
@@ -37,10 +40,9 @@ from .bert import (
     segment_ids,
     text_vocabulary,
 )
-from .data import PAD_ID
-from .masks import causal_mask, combine_masks, padding_mask
+from .layers import BlockConfig
 from .model import Encoder
-from .positional import LearnedPositionalEncoding, TokenEmbedding
+from .positional import LearnedPositionalEncoding
 from .utils import xavier_init_
 
 # --------------------------------------------------------------------------------------------------------
@@ -59,61 +61,6 @@ def split_sentences(passage: str) -> list[str]:
         raise ValueError(f"passage must be a str, got {type(passage).__name__}")
     pieces = (" ".join(p.split()) for p in _SENTENCE_END.split(passage))
     return [p for p in pieces if p]
-
-
-# --------------------------------------------------------------------------------------------------------
-# Decoder-only: GPT
-# --------------------------------------------------------------------------------------------------------
-
-
-class CausalLanguageModel(nn.Module):
-    """A small GPT: an encoder stack with a causal mask, trained to predict the next token.
-
-    Token embedding + learned positions, :class:`~transformer_course.model.Encoder` in Pre-LN form with a final
-    LayerNorm and GELU (as GPT-2), the mask :func:`~transformer_course.masks.causal_mask` combined with the
-    padding mask, and an output projection tied to the token embedding.
-
-    ``forward(ids)``: (batch, len) -> logits (batch, len, vocab_size); the logits at position t score the token
-    at position t + 1, and depend only on tokens 0..t.
-    """
-
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int = 64,
-        num_heads: int = 4,
-        d_ff: int = 256,
-        num_layers: int = 2,
-        max_len: int = 64,
-        dropout: float = 0.1,
-        pad_id: int | None = PAD_ID,
-    ) -> None:
-        super().__init__()
-        checks.positive_ints(vocab_size=vocab_size, num_layers=num_layers, max_len=max_len)
-        self.vocab_size, self.d_model, self.max_len, self.pad_id = vocab_size, d_model, max_len, pad_id
-        self.token_embedding = TokenEmbedding(vocab_size, d_model, pad_id, scale=False)
-        self.positional = LearnedPositionalEncoding(d_model, max_len, dropout)
-        self.encoder = Encoder(
-            num_layers,
-            d_model=d_model,
-            num_heads=num_heads,
-            d_ff=d_ff,
-            dropout=dropout,
-            activation="gelu",
-            norm_first=True,
-        )
-        xavier_init_(self.encoder)
-
-    def mask(self, ids: Tensor) -> Tensor:
-        """Causal mask, combined with the padding mask when the model has a pad id: (batch or 1, 1, len, len)."""
-        causal = causal_mask(ids.shape[1], device=ids.device)
-        return causal if self.pad_id is None else combine_masks(padding_mask(ids, self.pad_id), causal)
-
-    def forward(self, ids: Tensor) -> Tensor:
-        """ids: (batch, len) with len <= max_len -> next-token logits (batch, len, vocab_size)."""
-        checks.token_ids("ids", ids, max_len=self.max_len)
-        h = self.encoder(self.positional(self.token_embedding(ids)), self.mask(ids))
-        return h @ self.token_embedding.weight.T
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -144,43 +91,36 @@ def patchify(images: Tensor, patch_size: int) -> Tensor:
 
 class VisionTransformer(nn.Module):
     """A small ViT: patches as tokens, a learned ``[CLS]`` token in front, learned positions, the package's
-    :class:`~transformer_course.model.Encoder` (Pre-LN, GELU, final LayerNorm), and a linear classifier on the
-    ``[CLS]`` state.
+    :class:`~transformer_course.model.Encoder` of ``num_layers`` layers of ``config`` (the ViT paper's block is
+    GPT-2's: Pre-LN, GELU, with a final LayerNorm; see :func:`~transformer_course.decoder_lm.gpt2_block_config`), and
+    a linear classifier on the ``[CLS]`` state.
 
     ``forward(images)``: (batch, H, W) or (batch, C, H, W) -> class logits (batch, num_classes).
     """
 
     def __init__(
         self,
+        config: BlockConfig,
         image_size: int,
         patch_size: int,
         num_classes: int,
+        num_layers: int,
         channels: int = 1,
-        d_model: int = 64,
-        num_heads: int = 4,
-        d_ff: int = 128,
-        num_layers: int = 2,
-        dropout: float = 0.0,
     ) -> None:
         super().__init__()
+        if not isinstance(config, BlockConfig):
+            raise ValueError(f"config must be a BlockConfig (e.g. gpt2_block_config(...)), got {config!r}")
         checks.positive_ints(image_size=image_size, patch_size=patch_size, num_classes=num_classes, channels=channels)
         checks.positive_int("num_layers", num_layers)
         if image_size % patch_size:
             raise ValueError(f"image_size={image_size} must be a multiple of patch_size={patch_size}")
+        d_model = config.d_model
         self.image_size, self.patch_size, self.channels = image_size, patch_size, channels
         self.num_patches = (image_size // patch_size) ** 2
         self.patch_embedding = nn.Linear(channels * patch_size**2, d_model)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, d_model))
-        self.positional = LearnedPositionalEncoding(d_model, self.num_patches + 1, dropout)
-        self.encoder = Encoder(
-            num_layers,
-            d_model=d_model,
-            num_heads=num_heads,
-            d_ff=d_ff,
-            dropout=dropout,
-            activation="gelu",
-            norm_first=True,
-        )
+        self.positional = LearnedPositionalEncoding(d_model, self.num_patches + 1, config.dropout)
+        self.encoder = Encoder(num_layers, config)
         self.head = nn.Linear(d_model, num_classes)
         xavier_init_(self.encoder)
         nn.init.normal_(self.cls_token, std=0.02)
@@ -210,7 +150,6 @@ __all__ = [
     "MASK_ID",
     "SEP",
     "SEP_ID",
-    "CausalLanguageModel",
     "MaskedLanguageModel",
     "VisionTransformer",
     "corrupt_for_mlm",

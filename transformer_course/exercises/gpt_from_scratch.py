@@ -264,13 +264,12 @@ class _RecordingModel(nn.Module):
 
 
 def _cache_test_model() -> nn.Module:
-    from ..modern_block import ModernDecoderLM
+    from ..decoder_lm import DecoderLM, llama_block_config
 
     torch.manual_seed(15)
     # float64, so that cached and uncached logits cannot swap the order of two nearly tied tokens
-    model = ModernDecoderLM(23, 16, 2, 4, num_kv_heads=2, tie_embeddings=True, max_len=24).double().eval()
-    nn.init.normal_(model.embedding.weight, std=0.3)  # flat next-token distributions: sampling would not pass
-    model.max_len = 24
+    model = DecoderLM(llama_block_config(16, 4, num_kv_heads=2, max_len=24), 23, num_layers=2).double().eval()
+    nn.init.normal_(model.token_embedding.weight, std=0.3)  # flat next-token distributions: sampling would not pass
     return model
 
 
