@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
+from transformer_course.attention import grouped_query_attention
 from transformer_course.exercises import modern_llm as ex
-from transformer_course.gqa import PUBLISHED_DECODERS, grouped_query_attention
+from transformer_course.gqa import PUBLISHED_DECODERS
 from transformer_course.rope import apply_rope
 
 

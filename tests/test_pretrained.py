@@ -14,14 +14,13 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course import TokenEmbedding
+from transformer_course.attention import attention_maps
 from transformer_course.pretrained import (
     UNUSED_CHECKPOINT_TENSORS,
     BertConfig,
     BertEncoder,
     CheckpointMismatchError,
     SentenceEncoder,
-    WordPieceTokenizer,
-    attention_maps,
     checkpoint_name_map,
     default_model_folder,
     l2_normalize,
@@ -31,6 +30,7 @@ from transformer_course.pretrained import (
     mean_pool,
     read_checkpoint,
 )
+from transformer_course.wordpiece import WordPieceTokenizer
 
 SENTENCES = [
     "Hi.",

@@ -18,15 +18,8 @@ from transformer_course import Transformer
 from transformer_course.data import CopyTask
 from transformer_course.loop import History
 from transformer_course.recipes import recipe_model_config, train_task_model
-from transformer_course.training import (
-    TrainConfig,
-    evaluate,
-    make_optimizer,
-    teacher_forced_loss,
-    train,
-    train_steps,
-    training_step,
-)
+from transformer_course.schedules import make_optimizer
+from transformer_course.training import TrainConfig, evaluate, teacher_forced_loss, train, train_steps, training_step
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -175,15 +168,6 @@ def test_train_steps_rejects_bad_settings():
 
 
 # ---- where things live ----------------------------------------------------------------------------------
-
-
-def test_training_re_exports_the_loss_and_the_schedules():
-    from transformer_course import losses, schedules, training
-
-    for name in ("label_smoothing_loss", "smoothed_targets", "SPREADS"):
-        assert getattr(training, name) is getattr(losses, name)
-    for name in ("noam_lr", "warmup_linear_lr", "make_optimizer"):
-        assert getattr(training, name) is getattr(schedules, name)
 
 
 def _imported_modules(module: str) -> set[str]:

@@ -7,26 +7,25 @@ import torch
 from torch import nn
 
 from transformer_course.attention import attention_maps, set_attention_backend
-from transformer_course.data import PAD_ID, TextToTextTask
-from transformer_course.decoder_lm import DecoderLM, gpt2_block_config
-from transformer_course.decoding import generate
-from transformer_course.layers import BlockConfig
-from transformer_course.training import TrainConfig, train
-from transformer_course.variants import (
+from transformer_course.bert import (
     CLS_ID,
     FIRST_WORD_ID,
     MASK_ID,
     SEP_ID,
     MaskedLanguageModel,
-    VisionTransformer,
     corrupt_for_mlm,
     mask_tokens,
     pair_inputs,
-    patchify,
     segment_ids,
     split_sentences,
     text_vocabulary,
 )
+from transformer_course.data import PAD_ID, TextToTextTask
+from transformer_course.decoder_lm import DecoderLM, gpt2_block_config
+from transformer_course.decoding import generate
+from transformer_course.layers import BlockConfig
+from transformer_course.training import TrainConfig, train
+from transformer_course.variants import VisionTransformer, patchify
 
 VOCAB = 40
 

@@ -9,6 +9,7 @@ small BERT trained in notebook 11 and the pretrained encoder of notebook 14) and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import torch
@@ -24,6 +25,20 @@ from .positional import LearnedPositionalEncoding, TokenEmbedding
 from .utils import xavier_init_
 
 CLS, SEP, MASK = "[CLS]", "[SEP]", "[MASK]"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+
+
+def split_sentences(passage: str) -> list[str]:
+    """Cut a passage into sentences: after '.', '!' or '?' followed by white space, and at blank lines.
+
+    Line breaks inside a sentence become spaces. Empty pieces are dropped.
+    """
+    if not isinstance(passage, str):
+        raise ValueError(f"passage must be a str, got {type(passage).__name__}")
+    pieces = (" ".join(p.split()) for p in _SENTENCE_END.split(passage))
+    return [p for p in pieces if p]
+
+
 BERT_TOKENS = (CLS, SEP, MASK)
 # ids in a vocabulary from :func:`text_vocabulary`: <pad> 0, <bos> 1, <eos> 2, <unk> 3, then these three
 CLS_ID, SEP_ID, MASK_ID = len(SPECIAL_TOKENS), len(SPECIAL_TOKENS) + 1, len(SPECIAL_TOKENS) + 2

@@ -1,8 +1,8 @@
 """The idea of flash attention: the exact result, computed block by block with a running softmax.
 
 :func:`blockwise_attention` writes the idea out in PyTorch: the n x n matrix of scores is never stored, only one
-block of it at a time. PyTorch's fused kernel (flash, memory-efficient or math) is
-:func:`~transformer_course.attention.fused_attention`, re-exported here.
+block of it at a time. PyTorch's fused kernel (flash, memory-efficient or math), whose idea this is, runs in
+:func:`~transformer_course.attention.fused_attention`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import torch
 from torch import Tensor
 
 from . import checks
-from .attention import fused_attention
 from .masks import causal_mask
 
-__all__ = ["blockwise_attention", "fused_attention"]
+__all__ = ["blockwise_attention"]
 
 
 def _causal_block(len_q: int, len_k: int, start: int, width: int, device: torch.device) -> Tensor:

@@ -1,8 +1,7 @@
 """Attention that costs less than O(n^2): sparse patterns, low rank, random features, recurrence, fused kernels.
 
 Full attention compares every query with every key: n^2 scores per head. The variants trade that as follows; each
-lives in its own module, and this one gathers their names (``from transformer_course.efficient_attention import
-...``).
+lives in its own module of this folder, named in brackets below (notebook 13).
 
 - Sliding window (Longformer, Mistral): each token sees the ``window`` tokens on each side, O(n w). Longformer adds
   a few *global* tokens that see and are seen by everyone. :func:`sliding_window_attention` and
@@ -29,49 +28,3 @@ The modules :class:`LinformerSelfAttention` and :class:`TransformerXLAttention` 
 everywhere in the package: ``True`` = may attend. Tensors are (..., len, head_dim), usually (batch, heads, len,
 head_dim).
 """
-
-from __future__ import annotations
-
-from .attention import fused_attention
-from .blockwise_attention import blockwise_attention
-from .low_rank_attention import (
-    LinformerSelfAttention,
-    linformer_attention,
-    orthogonal_random_features,
-    performer_attention,
-    positive_random_features,
-)
-from .memory_tracker import peak_tensor_bytes, traced_operators
-from .recurrent_attention import TransformerXLAttention, run_in_segments
-from .sparse_attention import (
-    bigbird_mask,
-    global_token_mask,
-    longformer_attention,
-    longformer_mask,
-    random_key_mask,
-    sliding_window_attention,
-    sliding_window_mask,
-    transformer_xl_mask,
-)
-
-__all__ = [
-    "LinformerSelfAttention",
-    "TransformerXLAttention",
-    "bigbird_mask",
-    "blockwise_attention",
-    "fused_attention",
-    "global_token_mask",
-    "linformer_attention",
-    "longformer_attention",
-    "longformer_mask",
-    "orthogonal_random_features",
-    "peak_tensor_bytes",
-    "performer_attention",
-    "positive_random_features",
-    "random_key_mask",
-    "run_in_segments",
-    "sliding_window_attention",
-    "sliding_window_mask",
-    "traced_operators",
-    "transformer_xl_mask",
-]

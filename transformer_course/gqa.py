@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from . import checks
-from .attention import grouped_query_attention
 
-__all__ = ["DecoderShape", "PUBLISHED_DECODERS", "grouped_query_attention", "kv_cache_bytes", "repeat_kv"]
+__all__ = ["DecoderShape", "PUBLISHED_DECODERS", "kv_cache_bytes", "repeat_kv"]
 
 
 def repeat_kv(x: Tensor, n_rep: int) -> Tensor:

@@ -30,7 +30,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import checks
-from .attention import attention_maps
 from .bert import BertEmbeddings
 from .layers import BlockConfig
 from .model import Encoder
@@ -39,12 +38,9 @@ from .wordpiece import WordPieceTokenizer
 __all__ = [
     "UNUSED_CHECKPOINT_TENSORS",
     "BertConfig",
-    "BertEmbeddings",
     "BertEncoder",
     "CheckpointMismatchError",
     "SentenceEncoder",
-    "WordPieceTokenizer",
-    "attention_maps",
     "checkpoint_name_map",
     "default_model_folder",
     "l2_normalize",

@@ -9,9 +9,8 @@
   :class:`~transformer_course.loop.History`, one :class:`~transformer_course.loop.ProgressLine`).
 * :func:`evaluate`: greedy decoding of a held-out set; token accuracy and exact-match accuracy.
 
-The loss and the schedules (:mod:`~transformer_course.losses`, :mod:`~transformer_course.schedules`) are
-re-exported here; checkpoints and the course's recipe are in :mod:`~transformer_course.checkpoints` and
-:mod:`~transformer_course.recipes`.
+The loss and the schedules are in :mod:`~transformer_course.losses` and :mod:`~transformer_course.schedules`;
+checkpoints and the course's recipe in :mod:`~transformer_course.checkpoints` and :mod:`~transformer_course.recipes`.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from .data import PAD_ID, Batch, Vocabulary, make_batch
 from .decoding import greedy_decode
 from .distributed import DistributedContext, mean_across_processes, sharded, with_autocast, wrap_model
 from .loop import BatchLoss, History, run_training
-from .losses import SPREADS, label_smoothing_loss, smoothed_targets
+from .losses import label_smoothing_loss
 from .model import Transformer
 from .schedules import make_optimizer, noam_lr, optimizer_update, warmup_linear_lr
 
@@ -317,20 +316,13 @@ def evaluate(
 
 __all__ = [
     "SCHEDULES",
-    "SPREADS",
     "EvalResult",
     "StepResult",
     "Task",
     "TrainConfig",
     "evaluate",
-    "label_smoothing_loss",
-    "make_optimizer",
-    "noam_lr",
-    "optimizer_update",
-    "smoothed_targets",
     "teacher_forced_loss",
     "train",
     "train_steps",
     "training_step",
-    "warmup_linear_lr",
 ]

@@ -1,15 +1,10 @@
-"""The three families that grew out of the Transformer, built from the package's own parts (notebook 11).
+"""The Vision Transformer (notebook 11): an image cut into patches by :func:`patchify`, each patch a token, a learned
+``[CLS]`` token in front, learned positions, the package's encoder stack, a classifier on the ``[CLS]`` state.
 
-* Encoder-only (BERT): :class:`~transformer_course.bert.MaskedLanguageModel` and its data (:func:`mask_tokens`,
-  :func:`pair_inputs`) live in :mod:`transformer_course.bert`; they are importable from here too.
-* Decoder-only (GPT): :class:`~transformer_course.decoder_lm.DecoderLM` with
-  :func:`~transformer_course.decoder_lm.gpt2_block_config`, in :mod:`transformer_course.decoder_lm`. The same
-  encoder stack with a causal mask: a "decoder" without cross-attention is an encoder that cannot look ahead.
-  :func:`transformer_course.decoding.generate` samples from it.
-* Vision Transformer: :class:`VisionTransformer`. An image cut into patches by :func:`patchify`, each patch a
-  token, a learned ``[CLS]`` token in front, learned positions, the same encoder stack.
-
-Each model takes a :class:`~transformer_course.layers.BlockConfig` for its layers, plus its own sizes.
+Its siblings of notebook 11 live beside it: encoder-only BERT in :mod:`transformer_course.bert`, the decoder-only
+GPT (:class:`~transformer_course.decoder_lm.DecoderLM` with
+:func:`~transformer_course.decoder_lm.gpt2_block_config`) in :mod:`transformer_course.decoder_lm`. Each takes a
+:class:`~transformer_course.layers.BlockConfig` for its layers, plus its own sizes.
 
 The models here are plain ``nn.Module``: they train with :func:`transformer_course.training.train_steps`, and
 :func:`transformer_course.attention.attention_maps` reads their attention weights. The T5-style
@@ -18,50 +13,14 @@ The models here are plain ``nn.Module``: they train with :func:`transformer_cour
 
 from __future__ import annotations
 
-import re
-
 import torch
 from torch import Tensor, nn
 
 from . import checks
-from .bert import (
-    BERT_TOKENS,
-    CLS,
-    CLS_ID,
-    FIRST_WORD_ID,
-    MASK,
-    MASK_ID,
-    SEP,
-    SEP_ID,
-    MaskedLanguageModel,
-    corrupt_for_mlm,
-    mask_tokens,
-    pair_inputs,
-    segment_ids,
-    text_vocabulary,
-)
 from .layers import BlockConfig
 from .model import Encoder
 from .positional import LearnedPositionalEncoding
 from .utils import xavier_init_
-
-# --------------------------------------------------------------------------------------------------------
-# Text: sentences
-# --------------------------------------------------------------------------------------------------------
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
-
-
-def split_sentences(passage: str) -> list[str]:
-    """Cut a passage into sentences: after '.', '!' or '?' followed by white space, and at blank lines.
-
-    Line breaks inside a sentence become spaces. Empty pieces are dropped.
-    """
-    if not isinstance(passage, str):
-        raise ValueError(f"passage must be a str, got {type(passage).__name__}")
-    pieces = (" ".join(p.split()) for p in _SENTENCE_END.split(passage))
-    return [p for p in pieces if p]
-
 
 # --------------------------------------------------------------------------------------------------------
 # Vision Transformer
@@ -141,22 +100,4 @@ class VisionTransformer(nn.Module):
         return self.head(self.encode(images)[:, 0])
 
 
-__all__ = [
-    "BERT_TOKENS",
-    "CLS",
-    "CLS_ID",
-    "FIRST_WORD_ID",
-    "MASK",
-    "MASK_ID",
-    "SEP",
-    "SEP_ID",
-    "MaskedLanguageModel",
-    "VisionTransformer",
-    "corrupt_for_mlm",
-    "mask_tokens",
-    "pair_inputs",
-    "patchify",
-    "segment_ids",
-    "split_sentences",
-    "text_vocabulary",
-]
+__all__ = ["VisionTransformer", "patchify"]
