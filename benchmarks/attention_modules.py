@@ -10,8 +10,8 @@ from torch import Tensor
 
 from benchmarks.common import Settings, markdown_table, measure, sync
 from transformer_course import MultiHeadAttention
-from transformer_course.attention import set_attention_backend
-from transformer_course.interop import mha_to_torch
+from transformer_course.core.attention import set_attention_backend
+from transformer_course.core.interop import mha_to_torch
 from transformer_course.utils import seed_everything
 
 SECTIONS = (1,)

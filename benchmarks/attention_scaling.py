@@ -15,7 +15,7 @@ TITLE = "4. attention against n"
 _MEMORY_PROBE = """
 import gc, resource, sys, time, torch
 import torch.nn.functional as F
-from transformer_course.attention import scaled_dot_product_attention
+from transformer_course.core.attention import scaled_dot_product_attention
 method, n, heads, d_k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 
 

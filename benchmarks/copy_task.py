@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from benchmarks.common import Settings
-from transformer_course.recipes import make_task, recipe_model_config, time_to_accuracy
-from transformer_course.training import TrainConfig
+from transformer_course.training.recipes import make_task, recipe_model_config, time_to_accuracy
+from transformer_course.training.trainers import TrainConfig
 
 SECTIONS = (6,)
 TITLE = "6. copy task, time to 99% exact match"

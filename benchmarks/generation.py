@@ -7,10 +7,10 @@ import time
 import torch
 
 from benchmarks.common import Settings, markdown_table
-from transformer_course.corpus import load_stdlib_text
-from transformer_course.decoding import generate
-from transformer_course.language_model import load_shipped_language_model
-from transformer_course.lm_data import encode_corpus
+from transformer_course.core.decoding import generate
+from transformer_course.families.language_model import load_shipped_language_model
+from transformer_course.text.corpus import load_stdlib_text
+from transformer_course.text.lm_data import encode_corpus
 
 SECTIONS = (9,)
 TITLE = "9. generation with and without the KV cache (notebook 15's shipped model)"

@@ -8,7 +8,7 @@ import torch
 
 from benchmarks.common import Settings, markdown_table, sync
 from transformer_course import Transformer, TransformerConfig
-from transformer_course.decoding import greedy_decode
+from transformer_course.core.decoding import greedy_decode
 from transformer_course.utils import seed_everything
 
 SECTIONS = (5,)

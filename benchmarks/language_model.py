@@ -6,10 +6,10 @@ from __future__ import annotations
 import torch
 
 from benchmarks.common import Settings, markdown_table
-from transformer_course.corpus import load_stdlib_text
-from transformer_course.language_model import LMConfig, build_language_model
-from transformer_course.lm_data import encode_corpus
-from transformer_course.lm_training import LMTrainConfig, held_out_loss, train_language_model
+from transformer_course.families.language_model import LMConfig, build_language_model
+from transformer_course.text.corpus import load_stdlib_text
+from transformer_course.text.lm_data import encode_corpus
+from transformer_course.training.lm_training import LMTrainConfig, held_out_loss, train_language_model
 from transformer_course.utils import seed_everything
 
 SECTIONS = (8,)

@@ -12,8 +12,8 @@ from torch import Tensor, nn
 
 from benchmarks.common import Settings, markdown_table, measure, sync
 from transformer_course import Transformer, TransformerConfig
-from transformer_course.attention import set_attention_backend
-from transformer_course.interop import transformer_to_torch
+from transformer_course.core.attention import set_attention_backend
+from transformer_course.core.interop import transformer_to_torch
 from transformer_course.utils import count_parameters, seed_everything
 
 SECTIONS = (2, 3)

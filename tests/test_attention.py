@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from helpers import SRC, assert_parity
 
-from transformer_course.attention import (
+from transformer_course.core.attention import (
     KVCache,
     MultiHeadAttention,
     attention_maps,
@@ -16,11 +16,11 @@ from transformer_course.attention import (
     scaled_dot_product_attention,
     set_attention_backend,
 )
-from transformer_course.gqa import repeat_kv
-from transformer_course.interop import mha_to_torch
-from transformer_course.masks import causal_mask, combine_masks, padding_mask
-from transformer_course.model import Transformer, TransformerConfig
-from transformer_course.rope import RotaryEmbedding
+from transformer_course.core.interop import mha_to_torch
+from transformer_course.core.masks import causal_mask, combine_masks, padding_mask
+from transformer_course.core.model import Transformer, TransformerConfig
+from transformer_course.core.rope import RotaryEmbedding
+from transformer_course.efficient.kv_cache import repeat_kv
 
 
 def _heads(layer: MultiHeadAttention, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

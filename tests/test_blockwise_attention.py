@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_course.attention import scaled_dot_product_attention
-from transformer_course.blockwise_attention import _causal_block, blockwise_attention
-from transformer_course.masks import causal_mask
+from transformer_course.core.attention import scaled_dot_product_attention
+from transformer_course.core.masks import causal_mask
+from transformer_course.efficient.blockwise_attention import _causal_block, blockwise_attention
 
 
 def _qkv(n: int = 24, d: int = 8, seed: int = 0, heads: int = 2) -> tuple[torch.Tensor, ...]:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from transformer_course.bpe import (
+from transformer_course.text.bpe import (
     PRE_TOKEN_PATTERN,
     UNK_TOKEN,
     BPETokenizer,
@@ -11,7 +11,7 @@ from transformer_course.bpe import (
     train_bpe,
     train_with_tokenizers,
 )
-from transformer_course.corpus import load_stdlib_text
+from transformer_course.text.corpus import load_stdlib_text
 
 # ties on purpose (every pair of "abab" / "cdcd" counts the same), overlaps ("aaaa"), digits and punctuation
 TIES = "abab cdcd abab cdcd aaaa aaaa aaa bbbb 1234 1234 ... !! ab-cd, ab_cd\n\n  x y z\n"

@@ -11,8 +11,13 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from transformer_course import Transformer, TransformerConfig
-from transformer_course.checkpoints import CheckpointError, _config_differences, load_checkpoint, save_checkpoint
-from transformer_course.data import Vocabulary
+from transformer_course.text.tasks import Vocabulary
+from transformer_course.training.checkpoints import (
+    CheckpointError,
+    _config_differences,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 # added to TransformerConfig after the first checkpoints
 NEW_FIELDS = ("norm", "num_kv_heads", "rope", "rope_base", "bias")

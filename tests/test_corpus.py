@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from transformer_course.corpus import SKIPPED_MODULES, WordVocabulary, _skipped, collect_stdlib_text, tokenize
+from transformer_course.text.corpus import SKIPPED_MODULES, WordVocabulary, _skipped, collect_stdlib_text, tokenize
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_unknown_word_error_names_the_word():
 
 
 def test_the_shipped_snapshot_has_its_checksum_and_records_its_python():
-    from transformer_course.corpus import SNAPSHOT_PATH, SNAPSHOT_SHA256, load_stdlib_text, snapshot_info
+    from transformer_course.text.corpus import SNAPSHOT_PATH, SNAPSHOT_SHA256, load_stdlib_text, snapshot_info
 
     info = snapshot_info()
     assert info["sha256"] == SNAPSHOT_SHA256
@@ -86,7 +86,7 @@ def test_the_shipped_snapshot_has_its_checksum_and_records_its_python():
 
 
 def test_a_snapshot_round_trips_and_a_changed_one_is_refused(tmp_path):
-    from transformer_course.corpus import StdlibText, load_stdlib_text, write_snapshot
+    from transformer_course.text.corpus import StdlibText, load_stdlib_text, write_snapshot
 
     small = StdlibText(["A docstring."], ["a comment"], ["a topic"])
     path = tmp_path / "small.json.gz"

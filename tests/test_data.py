@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 import torch
 
-from transformer_course.data import (
+from transformer_course.text.tasks import (
     BOS_ID,
     CASES,
     DATE_FORMATS,

@@ -6,14 +6,19 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_course.attention import KVCache
-from transformer_course.decoder_lm import DecoderLM, gpt2_block_config, llama_block_config, llama_parameter_count
-from transformer_course.decoding import generate
-from transformer_course.interop import encoder_layer_to_torch
-from transformer_course.layers import EncoderLayer, SwiGLUFeedForward
-from transformer_course.masks import to_torch_blocking_mask
-from transformer_course.norms import RMSNorm
-from transformer_course.positional import LearnedPositionalEncoding, NoPositionalEncoding
+from transformer_course.core.attention import KVCache
+from transformer_course.core.decoding import generate
+from transformer_course.core.interop import encoder_layer_to_torch
+from transformer_course.core.layers import EncoderLayer, SwiGLUFeedForward
+from transformer_course.core.masks import to_torch_blocking_mask
+from transformer_course.core.norms import RMSNorm
+from transformer_course.core.positional import LearnedPositionalEncoding, NoPositionalEncoding
+from transformer_course.families.decoder_lm import (
+    DecoderLM,
+    gpt2_block_config,
+    llama_block_config,
+    llama_parameter_count,
+)
 from transformer_course.utils import count_parameters
 
 VOCAB = 40
@@ -228,7 +233,7 @@ def test_xavier_switch_sets_the_blocks_initial_range():
 
 
 def test_language_model_styles_keep_their_initialisation():
-    from transformer_course.language_model import LMConfig, build_language_model
+    from transformer_course.families.language_model import LMConfig, build_language_model
 
     torch.manual_seed(0)
     llama = build_language_model(LMConfig(style="llama", d_model=64, num_heads=4, num_layers=1), 50)

@@ -6,9 +6,8 @@ import pytest
 import torch
 
 from transformer_course import Transformer, TransformerConfig
-from transformer_course.attention import KVCache, MultiHeadAttention
-from transformer_course.data import BOS_ID, EOS_ID, PAD_ID, Vocabulary, make_batch
-from transformer_course.decoding import (
+from transformer_course.core.attention import KVCache, MultiHeadAttention
+from transformer_course.core.decoding import (
     StepDecoder,
     beam_search,
     cross_attention_maps,
@@ -18,7 +17,8 @@ from transformer_course.decoding import (
     sample_decode,
     sequence_score,
 )
-from transformer_course.training import TrainConfig, train
+from transformer_course.text.tasks import BOS_ID, EOS_ID, PAD_ID, Vocabulary, make_batch
+from transformer_course.training.trainers import TrainConfig, train
 
 
 class VariableCopy:

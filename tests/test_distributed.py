@@ -10,8 +10,8 @@ import sys
 import pytest
 import torch
 
-from transformer_course.data import Batch
-from transformer_course.distributed import (
+from transformer_course.text.tasks import Batch
+from transformer_course.training.distributed import (
     DistributedContext,
     autocast_context,
     shard_batch,
@@ -19,8 +19,8 @@ from transformer_course.distributed import (
     with_autocast,
     wrap_model,
 )
-from transformer_course.recipes import make_task, recipe_model_config, train_task_model
-from transformer_course.training import TrainConfig
+from transformer_course.training.recipes import make_task, recipe_model_config, train_task_model
+from transformer_course.training.trainers import TrainConfig
 
 ARGS = ["--task", "copy", "--steps", "6", "--warmup", "2", "--batch-size", "16", "--quiet", "--eval-size", "8"]
 

@@ -6,15 +6,10 @@ import re
 from pathlib import Path
 
 import transformer_course
-from transformer_course import (
-    attention,
-    blockwise_attention,
-    efficient_attention,
-    low_rank_attention,
-    memory_tracker,
-    recurrent_attention,
-    sparse_attention,
-)
+from transformer_course import efficient as efficient_attention
+from transformer_course import memory_tracker
+from transformer_course.core import attention
+from transformer_course.efficient import blockwise_attention, low_rank_attention, recurrent_attention, sparse_attention
 
 PUBLIC_NAMES = {
     attention: ["fused_attention"],

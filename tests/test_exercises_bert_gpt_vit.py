@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from tests.chinese_feedback import assert_mistake_named_in_chinese
-from transformer_course.bert import segment_ids
 from transformer_course.exercises import bert_gpt_vit as ex
 from transformer_course.exercises._core import set_language
-from transformer_course.variants import patchify
+from transformer_course.families.bert import segment_ids
+from transformer_course.families.vit import patchify
 
 
 def _stub(*args):

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tests.chinese_feedback import assert_mistake_named_in_chinese
-from transformer_course.attention import KVCache, MultiHeadAttention
-from transformer_course.decoding import filter_logits
+from transformer_course.core.attention import KVCache, MultiHeadAttention
+from transformer_course.core.decoding import filter_logits
 from transformer_course.exercises import decoding as ex
 from transformer_course.exercises._core import set_language
 

@@ -6,15 +6,15 @@ import pytest
 import torch
 
 from tests.chinese_feedback import assert_mistake_named_in_chinese
-from transformer_course.blockwise_attention import blockwise_attention
-from transformer_course.exercises import efficient_attention as ex
-from transformer_course.exercises._core import set_language
-from transformer_course.low_rank_attention import (
+from transformer_course.efficient.blockwise_attention import blockwise_attention
+from transformer_course.efficient.low_rank_attention import (
     orthogonal_random_features,
     performer_attention,
     positive_random_features,
 )
-from transformer_course.sparse_attention import longformer_mask
+from transformer_course.efficient.sparse_attention import longformer_mask
+from transformer_course.exercises import efficient_attention as ex
+from transformer_course.exercises._core import set_language
 
 
 def _stub(*args):

@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
-from transformer_course.corpus import WordVocabulary
 from transformer_course.exercises import embeddings as ex
-from transformer_course.word2vec import Word2Vec, nearest_neighbours
+from transformer_course.prelude.word2vec import Word2Vec, nearest_neighbours
+from transformer_course.text.corpus import WordVocabulary
 
 
 def test_references_agree_with_the_package():

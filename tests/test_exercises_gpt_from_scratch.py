@@ -6,11 +6,11 @@ from collections import Counter
 import pytest
 import torch
 
-from transformer_course.bpe import train_bpe
-from transformer_course.decoder_lm import DecoderLM, llama_block_config
-from transformer_course.decoding import generate
+from transformer_course.core.decoding import generate
 from transformer_course.exercises import gpt_from_scratch as ex
 from transformer_course.exercises import set_language
+from transformer_course.families.decoder_lm import DecoderLM, llama_block_config
+from transformer_course.text.bpe import train_bpe
 
 
 def test_reference_merge_step_agrees_with_the_package_trainer():

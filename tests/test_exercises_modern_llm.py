@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
-from transformer_course.attention import grouped_query_attention
+from transformer_course.core.attention import grouped_query_attention
+from transformer_course.core.rope import apply_rope
+from transformer_course.efficient.kv_cache import PUBLISHED_DECODERS
 from transformer_course.exercises import modern_llm as ex
-from transformer_course.gqa import PUBLISHED_DECODERS
-from transformer_course.rope import apply_rope
 
 
 def _stub(*args):

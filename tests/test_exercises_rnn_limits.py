@@ -9,7 +9,7 @@ import torch
 
 from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course.exercises import rnn_limits as ex
-from transformer_course.rnn import RNNCell, chain_jacobians, conv_layers_to_connect, unroll
+from transformer_course.prelude.rnn import RNNCell, chain_jacobians, conv_layers_to_connect, unroll
 
 
 def test_references_agree_with_the_package_and_autograd():

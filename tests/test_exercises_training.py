@@ -10,8 +10,8 @@ import torch.nn.functional as F
 
 from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course.exercises import training as ex
-from transformer_course.losses import label_smoothing_loss
-from transformer_course.schedules import noam_lr
+from transformer_course.training.losses import label_smoothing_loss
+from transformer_course.training.schedules import noam_lr
 
 
 def _stub(*args):

@@ -6,14 +6,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.attention import (
+from transformer_course.core.attention import (
     KVCache,
     MultiHeadAttention,
     grouped_query_attention,
     scaled_dot_product_attention,
 )
-from transformer_course.gqa import PUBLISHED_DECODERS, kv_cache_bytes, repeat_kv
-from transformer_course.masks import causal_mask
+from transformer_course.core.masks import causal_mask
+from transformer_course.efficient.kv_cache import PUBLISHED_DECODERS, kv_cache_bytes, repeat_kv
 from transformer_course.utils import count_parameters
 
 

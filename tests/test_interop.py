@@ -13,8 +13,8 @@ import torch
 from helpers import assert_parity
 from torch import nn
 
-from transformer_course.attention import MultiHeadAttention
-from transformer_course.interop import (
+from transformer_course.core.attention import MultiHeadAttention
+from transformer_course.core.interop import (
     decoder_layer_from_torch,
     encoder_layer_from_torch,
     encoder_layer_to_torch,
@@ -23,9 +23,9 @@ from transformer_course.interop import (
     mha_to_torch,
     transformer_to_torch,
 )
-from transformer_course.layers import BlockConfig, EncoderLayer
-from transformer_course.masks import causal_mask
-from transformer_course.model import Transformer, TransformerConfig
+from transformer_course.core.layers import BlockConfig, EncoderLayer
+from transformer_course.core.masks import causal_mask
+from transformer_course.core.model import Transformer, TransformerConfig
 
 SMALL = BlockConfig(d_model=16, num_heads=4, d_ff=32, dropout=0.0)
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from transformer_course.decoder_lm import DecoderLM, gpt2_block_config, llama_block_config
-from transformer_course.decoding import generate
-from transformer_course.language_model import (
+from transformer_course.core.decoding import generate
+from transformer_course.families.decoder_lm import DecoderLM, gpt2_block_config, llama_block_config
+from transformer_course.families.language_model import (
     RENAMED_WEIGHTS,
     SHIPPED_LANGUAGE_MODEL,
     LMConfig,

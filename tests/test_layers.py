@@ -9,15 +9,14 @@ import torch.nn.functional as F
 from helpers import SRC, assert_parity
 from torch import nn
 
-from transformer_course.attention import KVCache
-from transformer_course.decoder_lm import llama_block_config
-from transformer_course.interop import (
+from transformer_course.core.attention import KVCache
+from transformer_course.core.interop import (
     decoder_layer_from_torch,
     decoder_layer_to_torch,
     encoder_layer_from_torch,
     encoder_layer_to_torch,
 )
-from transformer_course.layers import (
+from transformer_course.core.layers import (
     ACTIVATIONS,
     BlockConfig,
     DecoderLayer,
@@ -26,8 +25,9 @@ from transformer_course.layers import (
     Residual,
     SwiGLUFeedForward,
 )
-from transformer_course.masks import causal_mask, padding_mask
-from transformer_course.norms import RMSNorm
+from transformer_course.core.masks import causal_mask, padding_mask
+from transformer_course.core.norms import RMSNorm
+from transformer_course.families.decoder_lm import llama_block_config
 from transformer_course.utils import count_parameters
 
 SMALL = BlockConfig(d_model=16, num_heads=4, d_ff=32, dropout=0.0)

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from transformer_course.bpe import train_bpe
-from transformer_course.lm_data import (
+from transformer_course.text.bpe import train_bpe
+from transformer_course.text.lm_data import (
     bits_per_character,
     characters_per_token,
     encode_corpus,

@@ -5,17 +5,17 @@ import math
 import pytest
 import torch
 
-from transformer_course.bpe import train_bpe
-from transformer_course.decoding import generate
-from transformer_course.language_model import (
+from transformer_course.core.decoding import generate
+from transformer_course.families.language_model import (
     LMConfig,
     LSTMLanguageModel,
     build_language_model,
     load_language_model,
     save_language_model,
 )
-from transformer_course.lm_data import split_by_position
-from transformer_course.lm_training import LMTrainConfig, held_out_loss, train_language_model
+from transformer_course.text.bpe import train_bpe
+from transformer_course.text.lm_data import split_by_position
+from transformer_course.training.lm_training import LMTrainConfig, held_out_loss, train_language_model
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
 SMALL = {"d_model": 32, "num_layers": 2, "num_heads": 4, "context": 16}
@@ -72,8 +72,8 @@ def test_the_run_is_adamw_with_decay_on_matrices_through_the_one_update_step(dat
     """train_language_model is a setup of the one loop: the same numbers as its plain loop, written out here."""
     import torch.nn.functional as F
 
-    from transformer_course.lm_data import random_windows
-    from transformer_course.schedules import make_optimizer, optimizer_update, warmup_cosine_lr
+    from transformer_course.text.lm_data import random_windows
+    from transformer_course.training.schedules import make_optimizer, optimizer_update, warmup_cosine_lr
 
     tokenizer, train_ids, held_out_ids = data
     config = LMTrainConfig(steps=6, warmup=2, eval_every=4, clip_norm=0.5)
@@ -133,7 +133,7 @@ def test_bad_settings_are_named(tmp_path):
 
 
 def test_the_lstm_baseline_is_notebook_01s_cell_and_learns(data):
-    from transformer_course.rnn import LSTMCell, unroll
+    from transformer_course.prelude.rnn import LSTMCell, unroll
 
     torch.manual_seed(0)
     model = LSTMLanguageModel(30, 8)
@@ -162,9 +162,9 @@ def test_the_shipped_language_model_is_notebook_15s_and_writes():
     held-out text, and cached generation gives the uncached tokens."""
     import json
 
-    from transformer_course.corpus import load_stdlib_text
-    from transformer_course.language_model import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
-    from transformer_course.lm_data import bits_per_character
+    from transformer_course.families.language_model import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
+    from transformer_course.text.corpus import load_stdlib_text
+    from transformer_course.text.lm_data import bits_per_character
 
     model, tokenizer, config, extra = load_shipped_language_model()
     assert config == LMConfig(style="llama", d_model=128, num_layers=4, num_heads=4, num_kv_heads=2, context=320)

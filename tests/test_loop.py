@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import transformer_course
-from transformer_course.loop import BatchLoss, History, ProgressLine, constant_lr, run_training
-from transformer_course.schedules import make_optimizer, optimizer_update
+from transformer_course.training.loop import BatchLoss, History, ProgressLine, constant_lr, run_training
+from transformer_course.training.schedules import make_optimizer, optimizer_update
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

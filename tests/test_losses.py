@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.data import PAD_ID
-from transformer_course.losses import label_smoothing_loss, smoothed_targets
+from transformer_course.text.tasks import PAD_ID
+from transformer_course.training.losses import label_smoothing_loss, smoothed_targets
 
 
 def _logits_and_target(seed: int = 0, vocab: int = 7):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_course.attention import MultiHeadAttention, scaled_dot_product_attention
-from transformer_course.low_rank_attention import (
+from transformer_course.core.attention import MultiHeadAttention, scaled_dot_product_attention
+from transformer_course.core.masks import causal_mask
+from transformer_course.efficient.low_rank_attention import (
     LinformerSelfAttention,
     linformer_attention,
     orthogonal_random_features,
     performer_attention,
     positive_random_features,
 )
-from transformer_course.masks import causal_mask
 
 
 def _qkv(n: int = 24, d: int = 8, seed: int = 0, heads: int = 2) -> tuple[torch.Tensor, ...]:

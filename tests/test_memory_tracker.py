@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from transformer_course.attention import fused_attention, scaled_dot_product_attention
+from transformer_course.core.attention import fused_attention, scaled_dot_product_attention
 from transformer_course.memory_tracker import matmul_flops, operator_calls, peak_tensor_bytes, traced_operators
 
 
@@ -68,7 +68,7 @@ def test_matmul_flops_does_not_see_a_fused_lstm():
 def test_matmul_flops_does_not_see_the_fused_cpu_attention_but_sees_it_written_out():
     import torch.nn.functional as F
 
-    from transformer_course.attention import scaled_dot_product_attention
+    from transformer_course.core.attention import scaled_dot_product_attention
 
     q = torch.randn(1, 2, 16, 8)  # (batch, heads, n, d_k)
     assert matmul_flops(lambda: F.scaled_dot_product_attention(q, q, q)) == 0  # documented: count it by hand

@@ -10,11 +10,11 @@ import torch
 from helpers import SRC, TGT, assert_parity
 from torch import nn
 
-from transformer_course.interop import transformer_to_torch
-from transformer_course.layers import BlockConfig, SwiGLUFeedForward
-from transformer_course.model import Decoder, Encoder, Transformer, TransformerConfig
-from transformer_course.norms import RMSNorm
-from transformer_course.positional import (
+from transformer_course.core.interop import transformer_to_torch
+from transformer_course.core.layers import BlockConfig, SwiGLUFeedForward
+from transformer_course.core.model import Decoder, Encoder, Transformer, TransformerConfig
+from transformer_course.core.norms import RMSNorm
+from transformer_course.core.positional import (
     LearnedPositionalEncoding,
     NoPositionalEncoding,
     SinusoidalPositionalEncoding,

@@ -1,11 +1,11 @@
-"""transformer_course.norms: LayerNorm written out, RMSNorm, and their checks."""
+"""transformer_course.core.norms: LayerNorm written out, RMSNorm, and their checks."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_course.norms import RMSNorm, layer_norm, rms_norm
+from transformer_course.core.norms import RMSNorm, layer_norm, rms_norm
 
 
 def test_layer_norm_equals_torch_with_and_without_affine():

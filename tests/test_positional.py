@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from transformer_course.positional import (
+from transformer_course.core.positional import (
     LearnedPositionalEncoding,
     NoPositionalEncoding,
     SinusoidalPositionalEncoding,

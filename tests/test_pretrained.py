@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course import TokenEmbedding
-from transformer_course.attention import attention_maps
-from transformer_course.pretrained import (
+from transformer_course.core.attention import attention_maps
+from transformer_course.families.pretrained import (
     UNUSED_CHECKPOINT_TENSORS,
     BertConfig,
     BertEncoder,
@@ -30,7 +30,7 @@ from transformer_course.pretrained import (
     mean_pool,
     read_checkpoint,
 )
-from transformer_course.wordpiece import WordPieceTokenizer
+from transformer_course.text.wordpiece import WordPieceTokenizer
 
 SENTENCES = [
     "Hi.",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from transformer_course.checkpoints import load_checkpoint
-from transformer_course.data import CopyTask, DateTask
-from transformer_course.recipes import load_or_train, make_task, recipe_model_config, time_to_accuracy
-from transformer_course.training import TrainConfig
+from transformer_course.text.tasks import CopyTask, DateTask
+from transformer_course.training.checkpoints import load_checkpoint
+from transformer_course.training.recipes import load_or_train, make_task, recipe_model_config, time_to_accuracy
+from transformer_course.training.trainers import TrainConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -63,7 +63,7 @@ def test_shell_entry_point_runs_the_same_training(tmp_path, capsys):
 
 
 def test_shell_entry_point_trains_a_language_model(tmp_path, capsys):
-    from transformer_course.language_model import load_language_model
+    from transformer_course.families.language_model import load_language_model
     from transformer_course.train import main
 
     out = tmp_path / "lm.safetensors"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_course.attention import MultiHeadAttention
-from transformer_course.recurrent_attention import TransformerXLAttention, run_in_segments
-from transformer_course.sparse_attention import transformer_xl_mask
+from transformer_course.core.attention import MultiHeadAttention
+from transformer_course.efficient.recurrent_attention import TransformerXLAttention, run_in_segments
+from transformer_course.efficient.sparse_attention import transformer_xl_mask
 
 
 def _xl_and_reference(mem_len: int, rope: bool = True) -> tuple[TransformerXLAttention, MultiHeadAttention]:

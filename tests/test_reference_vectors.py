@@ -12,7 +12,7 @@ import nbformat
 import pytest
 import torch
 
-from transformer_course.pretrained import SentenceEncoder, default_model_folder
+from transformer_course.families.pretrained import SentenceEncoder, default_model_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = files("transformer_course") / "pretrained_reference" / "minilm_reference.json"

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_course.rnn import (
+from transformer_course.prelude.rnn import (
     NONLINEARITIES,
     AttentionClassifier,
     LSTMCell,

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from transformer_course import sinusoidal_table
-from transformer_course.rope import (
+from transformer_course.core.rope import (
     RotaryEmbedding,
     alibi_bias,
     alibi_slopes,

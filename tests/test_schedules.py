@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from transformer_course.schedules import (
+from transformer_course.training.schedules import (
     make_optimizer,
     noam_lr,
     optimizer_update,

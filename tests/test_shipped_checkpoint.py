@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from transformer_course.checkpoints import SHIPPED_CHECKPOINTS, Checkpoint, load_shipped_checkpoint
-from transformer_course.data import DateTask
-from transformer_course.recipes import recipe_model_config
-from transformer_course.training import TrainConfig, evaluate
+from transformer_course.text.tasks import DateTask
+from transformer_course.training.checkpoints import SHIPPED_CHECKPOINTS, Checkpoint, load_shipped_checkpoint
+from transformer_course.training.recipes import recipe_model_config
+from transformer_course.training.trainers import TrainConfig, evaluate
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

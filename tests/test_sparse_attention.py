@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_course.attention import scaled_dot_product_attention
-from transformer_course.masks import causal_mask
-from transformer_course.sparse_attention import (
+from transformer_course.core.attention import scaled_dot_product_attention
+from transformer_course.core.masks import causal_mask
+from transformer_course.efficient.sparse_attention import (
     bigbird_mask,
     global_token_mask,
     longformer_attention,

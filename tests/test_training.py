@@ -15,11 +15,18 @@ from torch import nn
 
 import transformer_course
 from transformer_course import Transformer
-from transformer_course.data import CopyTask
-from transformer_course.loop import History
-from transformer_course.recipes import recipe_model_config, train_task_model
-from transformer_course.schedules import make_optimizer
-from transformer_course.training import TrainConfig, evaluate, teacher_forced_loss, train, train_steps, training_step
+from transformer_course.text.tasks import CopyTask
+from transformer_course.training.loop import History
+from transformer_course.training.recipes import recipe_model_config, train_task_model
+from transformer_course.training.schedules import make_optimizer
+from transformer_course.training.trainers import (
+    TrainConfig,
+    evaluate,
+    teacher_forced_loss,
+    train,
+    train_steps,
+    training_step,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -181,7 +188,7 @@ def _imported_modules(module: str) -> set[str]:
     return found
 
 
-def test_the_models_and_the_pieces_of_training_do_not_import_the_loop():
-    for module in ("variants", "losses", "schedules", "checkpoints", "loop"):
+def test_the_models_and_the_pieces_of_training_do_not_import_the_trainers():
+    for module in ("families/vit", "training/losses", "training/schedules", "training/checkpoints", "training/loop"):
         imported = _imported_modules(module)
-        assert not {".training", "transformer_course.training"} & imported, module
+        assert not {".trainers", "..training.trainers", "transformer_course.training.trainers"} & imported, module

@@ -1,4 +1,5 @@
-"""BERT-, GPT- and ViT-style models of transformer_course.variants: data helpers, model properties, PyTorch parity."""
+"""BERT-, GPT- and ViT-style models of transformer_course.families.vit: data helpers, model properties, PyTorch
+parity."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_course.attention import attention_maps, set_attention_backend
-from transformer_course.bert import (
+from transformer_course.core.attention import attention_maps, set_attention_backend
+from transformer_course.core.decoding import generate
+from transformer_course.core.layers import BlockConfig
+from transformer_course.families.bert import (
     CLS_ID,
     FIRST_WORD_ID,
     MASK_ID,
@@ -20,12 +23,10 @@ from transformer_course.bert import (
     split_sentences,
     text_vocabulary,
 )
-from transformer_course.data import PAD_ID, TextToTextTask
-from transformer_course.decoder_lm import DecoderLM, gpt2_block_config
-from transformer_course.decoding import generate
-from transformer_course.layers import BlockConfig
-from transformer_course.training import TrainConfig, train
-from transformer_course.variants import VisionTransformer, patchify
+from transformer_course.families.decoder_lm import DecoderLM, gpt2_block_config
+from transformer_course.families.vit import VisionTransformer, patchify
+from transformer_course.text.tasks import PAD_ID, TextToTextTask
+from transformer_course.training.trainers import TrainConfig, train
 
 VOCAB = 40
 
@@ -345,8 +346,8 @@ def test_text_to_text_task_pairs_and_vocabulary():
 
 
 def test_text_to_text_task_trains_with_the_package_loop():
-    from transformer_course.model import Transformer
-    from transformer_course.recipes import recipe_model_config
+    from transformer_course.core.model import Transformer
+    from transformer_course.training.recipes import recipe_model_config
 
     task = TextToTextTask(length=3)
     torch.manual_seed(0)

@@ -9,8 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.corpus import WordVocabulary, load_stdlib_text, tokenize
-from transformer_course.word2vec import (
+from transformer_course.prelude.word2vec import (
     Word2Vec,
     Word2VecConfig,
     analogy,
@@ -24,6 +23,7 @@ from transformer_course.word2vec import (
     train_word2vec,
     unigram_distribution,
 )
+from transformer_course.text.corpus import WordVocabulary, load_stdlib_text, tokenize
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

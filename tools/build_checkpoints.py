@@ -15,7 +15,7 @@ the figures and the tests read this file instead of training, so every machine d
 The training takes a few minutes on a laptop CPU.
 
 ``--rename-weights`` does not train: it rewrites each shipped file with the weights renamed since it was built
-(``RENAMED_WEIGHTS`` in ``transformer_course/checkpoints.py``: ``generator.*`` -> ``output_projection.*``), the
+(``RENAMED_WEIGHTS`` in ``transformer_course/training/checkpoints.py``: ``generator.*`` -> ``output_projection.*``), the
 same tensors and the same metadata. A rebuild gives the new names too, since ``save_checkpoint`` writes the
 model's own names.
 """
@@ -28,15 +28,15 @@ from pathlib import Path
 
 import torch
 
-from transformer_course.checkpoints import (
+from transformer_course.text.tasks import DateTask
+from transformer_course.training.checkpoints import (
     RENAMED_WEIGHTS,
     SHIPPED_CHECKPOINTS,
     load_shipped_checkpoint,
     save_checkpoint,
 )
-from transformer_course.data import DateTask
-from transformer_course.recipes import _run_description, recipe_model_config, train_task_model
-from transformer_course.training import TrainConfig, evaluate
+from transformer_course.training.recipes import _run_description, recipe_model_config, train_task_model
+from transformer_course.training.trainers import TrainConfig, evaluate
 
 MAX_BYTES = 1_000_000  # the file is committed to git and shipped in the wheel: keep it small
 

@@ -3,7 +3,7 @@
     python -m tools.build_corpus_snapshot
 
 Run it once, with the Python whose text should become the course's corpus, then put the printed checksum into
-``transformer_course/corpus.py`` (``SNAPSHOT_SHA256``) and re-execute the notebooks that read the corpus. The
+``transformer_course/text/corpus.py`` (``SNAPSHOT_SHA256``) and re-execute the notebooks that read the corpus. The
 snapshot records which Python produced it. The course's snapshot was built with Python 3.11.7.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import platform
 
-from transformer_course.corpus import SNAPSHOT_PATH, collect_stdlib_text, tokenize, write_snapshot
+from transformer_course.text.corpus import SNAPSHOT_PATH, collect_stdlib_text, tokenize, write_snapshot
 
 
 def main() -> None:

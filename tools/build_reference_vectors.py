@@ -29,7 +29,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from transformer_course.pretrained import SentenceEncoder, default_model_folder
+from transformer_course.families.pretrained import SentenceEncoder, default_model_folder
 
 OUTPUT = (
     Path(__file__).resolve().parent.parent / "transformer_course" / "pretrained_reference" / "minilm_reference.json"

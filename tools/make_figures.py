@@ -19,12 +19,12 @@ import seaborn as sns  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from transformer_course.checkpoints import load_shipped_checkpoint  # noqa: E402
-from transformer_course.data import BOS_ID, make_batch  # noqa: E402
-from transformer_course.decoding import cross_attention_maps, greedy_decode  # noqa: E402
-from transformer_course.positional import sinusoidal_table  # noqa: E402
-from transformer_course.rnn import RNNCell, chain_jacobians, rnn_step_jacobians, scaled_recurrent_weight  # noqa: E402
-from transformer_course.schedules import noam_lr  # noqa: E402
+from transformer_course.core.decoding import cross_attention_maps, greedy_decode  # noqa: E402
+from transformer_course.core.positional import sinusoidal_table  # noqa: E402
+from transformer_course.prelude.rnn import RNNCell, chain_jacobians, rnn_step_jacobians, scaled_recurrent_weight  # noqa: E402
+from transformer_course.text.tasks import BOS_ID, make_batch  # noqa: E402
+from transformer_course.training.checkpoints import load_shipped_checkpoint  # noqa: E402
+from transformer_course.training.schedules import noam_lr  # noqa: E402
 from transformer_course.utils import seed_everything  # noqa: E402
 from transformer_course.viz import (  # noqa: E402
     draw_architecture,
@@ -136,9 +136,9 @@ def benchmark_attention_scaling() -> Figure | None:
 def language_model_curve() -> Figure | None:
     """Notebook 15's shipped language model: its training curve (stored beside it by ``--history-out``) and, if a
     benchmark has run, the held-out loss of the course's recipe and the baseline's after 60, 120 and 180 s."""
-    from transformer_course.corpus import load_stdlib_text
-    from transformer_course.language_model import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
-    from transformer_course.lm_data import encode_corpus
+    from transformer_course.families.language_model import SHIPPED_LANGUAGE_MODEL, load_shipped_language_model
+    from transformer_course.text.corpus import load_stdlib_text
+    from transformer_course.text.lm_data import encode_corpus
 
     history_path = SHIPPED_LANGUAGE_MODEL.with_suffix(".history.json")
     if not history_path.exists():

@@ -1,12 +1,12 @@
 """transformer_course: the Transformer, built step by step. The notebooks build each piece in the open and
 check it against this package; later notebooks import it from here."""
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .layers import BlockConfig, DecoderLayer, EncoderLayer, FeedForward, Residual, SwiGLUFeedForward
-from .masks import causal_mask, combine_masks, decoder_self_mask, padding_mask, to_torch_blocking_mask
-from .model import PRESETS, Decoder, Encoder, Transformer, TransformerConfig
-from .norms import RMSNorm
-from .positional import (
+from .core.attention import MultiHeadAttention, scaled_dot_product_attention
+from .core.layers import BlockConfig, DecoderLayer, EncoderLayer, FeedForward, Residual, SwiGLUFeedForward
+from .core.masks import causal_mask, combine_masks, decoder_self_mask, padding_mask, to_torch_blocking_mask
+from .core.model import PRESETS, Decoder, Encoder, Transformer, TransformerConfig
+from .core.norms import RMSNorm
+from .core.positional import (
     LearnedPositionalEncoding,
     SinusoidalPositionalEncoding,
     TokenEmbedding,

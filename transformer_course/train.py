@@ -24,10 +24,10 @@ from collections.abc import Sequence
 
 import torch
 
-from .checkpoints import save_checkpoint
-from .distributed import exit_finished_worker, init_from_environment, launched_by_torchrun, leave_process_group
-from .recipes import _run_description, make_task, recipe_model_config, train_task_model
-from .training import TrainConfig, evaluate
+from .training.checkpoints import save_checkpoint
+from .training.distributed import exit_finished_worker, init_from_environment, launched_by_torchrun, leave_process_group
+from .training.recipes import _run_description, make_task, recipe_model_config, train_task_model
+from .training.trainers import TrainConfig, evaluate
 from .utils import count_parameters, get_device
 
 
@@ -79,10 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main_lm(args: argparse.Namespace) -> dict[str, float]:
     """The lm task: tokenizer, model, training and the held-out loss in bits per character."""
-    from .corpus import load_stdlib_text
-    from .language_model import LMConfig, build_language_model, save_language_model
-    from .lm_data import bits_per_character, encode_corpus
-    from .lm_training import LMTrainConfig, train_language_model
+    from .families.language_model import LMConfig, build_language_model, save_language_model
+    from .text.corpus import load_stdlib_text
+    from .text.lm_data import bits_per_character, encode_corpus
+    from .training.lm_training import LMTrainConfig, train_language_model
     from .utils import seed_everything
 
     text = load_stdlib_text().text[: args.corpus_chars]

@@ -18,9 +18,9 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..bert import SEP_ID, pair_inputs, segment_ids
-from ..data import PAD_ID
-from ..variants import patchify
+from ..families.bert import SEP_ID, pair_inputs, segment_ids
+from ..families.vit import patchify
+from ..text.tasks import PAD_ID
 from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
 
 SPAN_CORRUPTION = Exercise("11.1", "span corruption", "片段破坏")

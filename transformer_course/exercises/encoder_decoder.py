@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..model import Transformer, TransformerConfig
+from ..core.model import Transformer, TransformerConfig
 from ..utils import count_parameters
 from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..layers import FeedForward
+from ..core.layers import FeedForward
 from ._core import Exercise, ExerciseMistake, expect, expect_close, report, tr
 
 LAYER_NORM_CHANNELS_FIRST = Exercise("7.1", "LayerNorm with the features in dimension 1", "特征在第 1 维时的 LayerNorm")

@@ -264,7 +264,7 @@ class _RecordingModel(nn.Module):
 
 
 def _cache_test_model() -> nn.Module:
-    from ..decoder_lm import DecoderLM, llama_block_config
+    from ..families.decoder_lm import DecoderLM, llama_block_config
 
     torch.manual_seed(15)
     # float64, so that cached and uncached logits cannot swap the order of two nearly tied tokens
@@ -274,7 +274,7 @@ def _cache_test_model() -> nn.Module:
 
 
 def _check_cached_generation(fn: Callable[[nn.Module, Tensor, int], Tensor]) -> None:
-    from ..decoding import generate
+    from ..core.decoding import generate
 
     model = _cache_test_model()
     for prompt, new in ((torch.tensor([[3, 1, 4, 1, 5]]), 8), (torch.tensor([[2, 7, 1], [8, 2, 8]]), 6)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..model import TransformerConfig
+from ..core.model import TransformerConfig
 from ._core import Exercise, ExerciseMistake, expect, report, tr
 
 CROSS_ATTENTION_SHAPE = Exercise("0.1", "the shape of cross-attention weights", "交叉注意力权重的形状")

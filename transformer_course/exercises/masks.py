@@ -17,7 +17,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..masks import causal_mask
+from ..core.masks import causal_mask
 from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
 
 CAUSAL_ADDITIVE_MASK = Exercise("6.1", "a causal mask for the last queries", "最后几个查询的因果掩码")

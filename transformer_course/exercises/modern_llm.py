@@ -18,8 +18,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..gqa import PUBLISHED_DECODERS, DecoderShape, kv_cache_bytes
-from ..rope import apply_rope
+from ..core.rope import apply_rope
+from ..efficient.kv_cache import PUBLISHED_DECODERS, DecoderShape, kv_cache_bytes
 from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
 
 ROPE = Exercise("12.1", "RoPE", "旋转位置编码 RoPE")

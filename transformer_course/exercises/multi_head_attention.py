@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention import MultiHeadAttention
+from ..core.attention import MultiHeadAttention
 from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
 
 REMOVE_HEAD = Exercise("5.1", "switch a head off in the weights", "在权重中关掉一个头")

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..positional import sinusoidal_table
+from ..core.positional import sinusoidal_table
 from ._core import Exercise, ExerciseMistake, expect_close, expect_tensor, report, tr
 
 READ_POSITION = Exercise("3.1", "read the position back", "把位置读回来")

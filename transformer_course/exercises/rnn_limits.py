@@ -17,7 +17,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..rnn import RNNCell, autograd_state_jacobians, unroll
+from ..prelude.rnn import RNNCell, autograd_state_jacobians, unroll
 from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
 
 BPTT_PRODUCT = Exercise("1.1", "the product of Jacobians", "雅可比矩阵之积")
