@@ -84,3 +84,13 @@ def test_xavier_init_sets_matrices_and_zeroes_biases_but_not_the_norms():
     assert torch.equal(module["proj"].bias, torch.zeros(200))
     assert torch.equal(module["norm"].weight, torch.ones(200))
     assert torch.equal(module["norm"].bias, torch.full((200,), 0.5))  # a norm's shift is left alone
+
+
+def test_rename_weights_renames_only_what_the_model_expects_under_the_new_name():
+    from transformer_course.utils import rename_weights
+
+    weights = {"embedding.weight": torch.zeros(2), "decoder.norm.weight": torch.ones(2), "old.bias": torch.ones(1)}
+    expected = {"token_embedding.embedding.weight", "decoder.norm.weight", "old.bias"}
+    renamed = rename_weights({"embedding.": "token_embedding.embedding.", "old.": "new."}, weights, expected)
+    assert set(renamed) == expected  # old.bias is expected as it is, so it keeps its name
+    assert renamed["token_embedding.embedding.weight"] is weights["embedding.weight"]

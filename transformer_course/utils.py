@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from . import checks
 
@@ -65,3 +65,19 @@ def xavier_init_(module: nn.Module) -> nn.Module:
         elif name.endswith("bias") and "norm" not in name:
             nn.init.zeros_(p)
     return module
+
+
+def rename_weights(renames: dict[str, str], weights: dict[str, Tensor], expected: set[str]) -> dict[str, Tensor]:
+    """``weights`` (name -> tensor, as a safetensors file holds them) with old name prefixes changed to new ones.
+
+    ``renames``: {old prefix: new prefix}. A name is renamed only where the model does not expect it as it is and
+    does expect the renamed one (``expected``: the model's state-dict names), so a file saved under either name
+    loads. Tensors are not copied.
+    """
+    renamed = {}
+    for name, tensor in weights.items():
+        for old, new in renames.items():
+            if name.startswith(old) and name not in expected and new + name[len(old) :] in expected:
+                name = new + name[len(old) :]
+        renamed[name] = tensor
+    return renamed

@@ -20,8 +20,9 @@ lives in its own module of this folder, named in brackets below (notebook 13).
   :func:`transformer_xl_mask`, is in :mod:`.sparse_attention`)
 - Fused / flash attention: the exact result, computed block by block with a running softmax so the n x n matrix is
   never stored (:func:`blockwise_attention` writes the idea out, :mod:`.blockwise_attention`;
-  :func:`fused_attention` calls PyTorch's kernel, :mod:`.attention`).
-- Measuring the memory: :func:`peak_tensor_bytes` and :func:`traced_operators` (:mod:`.memory_tracker`).
+  :func:`fused_attention` calls PyTorch's kernel, :mod:`~transformer_course.core.attention`).
+- Measuring the memory: :func:`peak_tensor_bytes` and :func:`traced_operators`
+  (:mod:`~transformer_course.memory_tracker`).
 
 The modules :class:`LinformerSelfAttention` and :class:`TransformerXLAttention` are
 :class:`~transformer_course.core.attention.MultiHeadAttention` with only their difference added. Mask convention as

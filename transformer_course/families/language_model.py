@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from .. import checks
 from ..text.bpe import BPETokenizer
+from ..utils import rename_weights
 from .decoder_lm import DecoderLM, gpt2_block_config, llama_block_config
 
 STYLES = ("gpt2", "llama")
@@ -114,17 +115,6 @@ def save_language_model(
     return path
 
 
-def _renamed(weights: dict[str, Tensor], expected: set[str]) -> dict[str, Tensor]:
-    """``weights`` with old names (:data:`RENAMED_WEIGHTS`) changed to the names the model expects."""
-    renamed = {}
-    for name, tensor in weights.items():
-        for old, new in RENAMED_WEIGHTS.items():
-            if name.startswith(old) and name not in expected and new + name[len(old) :] in expected:
-                name = new + name[len(old) :]
-        renamed[name] = tensor
-    return renamed
-
-
 def load_language_model(path: str | os.PathLike) -> tuple[DecoderLM, BPETokenizer, LMConfig, dict]:
     """The model (in eval mode), tokenizer, config and ``extra`` saved by :func:`save_language_model`.
 
@@ -153,7 +143,7 @@ def load_language_model(path: str | os.PathLike) -> tuple[DecoderLM, BPETokenize
         raise ValueError(f"{os.fspath(path)!r} has broken metadata ({type(error).__name__}: {error})") from error
     model = build_language_model(config, tokenizer.vocab_size)
     try:  # strict: every weight of the model from the file, no tensor left over, every shape right
-        model.load_state_dict(_renamed(weights, set(model.state_dict())))
+        model.load_state_dict(rename_weights(RENAMED_WEIGHTS, weights, set(model.state_dict())))
     except RuntimeError as error:
         raise ValueError(f"the weights in {os.fspath(path)!r} do not fit its config ({error})") from error
     return model.eval(), tokenizer, config, extra

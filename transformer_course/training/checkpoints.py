@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
 
 from ..core.model import Transformer, TransformerConfig
 from ..text.tasks import Vocabulary
+from ..utils import rename_weights
 
 CHECKPOINT_FORMAT = "transformer-course-checkpoint/1"
 
@@ -90,24 +90,13 @@ def _config_differences(a: TransformerConfig, b: TransformerConfig) -> list[str]
     ]
 
 
-def _renamed(weights: dict[str, Tensor], expected: set[str]) -> dict[str, Tensor]:
-    """``weights`` with old names (:data:`RENAMED_WEIGHTS`) changed to the names the model expects."""
-    renamed = {}
-    for name, tensor in weights.items():
-        for old, new in RENAMED_WEIGHTS.items():
-            if name.startswith(old) and name not in expected and new + name[len(old) :] in expected:
-                name = new + name[len(old) :]
-        renamed[name] = tensor
-    return renamed
-
-
 def _load_weights(model: Transformer, path: Path, device: torch.device | str) -> None:
     """Load the file's tensors into ``model`` (old names renamed). Every weight of the model must come from the
     file, except those tied to one that does (stored once); extra tensors are an error."""
     from safetensors.torch import load_file
 
     own = model.state_dict()
-    weights = _renamed(load_file(str(path), device=str(device)), set(own))
+    weights = rename_weights(RENAMED_WEIGHTS, load_file(str(path), device=str(device)), set(own))
     missing, unexpected = model.load_state_dict(weights, strict=False)
     loaded = {own[name].data_ptr() for name in weights if name in own}
     missing = [name for name in missing if own[name].data_ptr() not in loaded]  # tied to a loaded weight
