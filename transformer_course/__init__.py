@@ -1,5 +1,12 @@
 """transformer_course: the Transformer, built step by step. The notebooks build each piece in the open and
-check it against this package; later notebooks import it from here."""
+check it against this package; later notebooks import it from here.
+
+Its folders follow the course: ``prelude`` (RNNs, word2vec: 01-02), ``core`` (masks, attention, positions, norms,
+layers, the model, decoding: 03-10), ``efficient`` (cheaper attention: 12-13), ``text`` (tasks, corpus, tokenizers,
+language-model data), ``training`` (the one loop and what it needs: 09, 11, 15) and ``families`` (BERT, ViT, the
+decoder-only language model in its GPT-2 and LLaMA styles, the pre-trained encoder: 11-15). The notebooks' everyday
+helpers (``utils``, ``viz``, ``claims``, ``timing``, ``memory_tracker``, ``exercises``) sit at the top. The names
+below are the most used ones of ``core``."""
 
 from .core.attention import MultiHeadAttention, scaled_dot_product_attention
 from .core.layers import BlockConfig, DecoderLayer, EncoderLayer, FeedForward, Residual, SwiGLUFeedForward
