@@ -20,12 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class Settings:
     """One run: the device, ``quick`` (tiny sizes, to check that every row runs), the minimum seconds each
-    timing repeats for, and the folder the figures go to."""
+    timing repeats for, the folder the figures go to, and a nanoGPT checkout to run beside the course (section 8;
+    None: keep the stored nanoGPT rows)."""
 
     device: torch.device
     quick: bool
     run_time: float
     figures: Path
+    nanogpt: Path | None = None
 
 
 def measure(fn: Callable[[], object], min_run_time: float) -> float:

@@ -3,6 +3,7 @@
     python -m benchmarks.run            # the full set (~10 minutes on two CPU cores), from the repository root
     python -m benchmarks.run --quick    # tiny sizes, to check that everything runs
     python -m benchmarks.run --only 4 5 # re-run some sections, keep the others from results.json
+    python -m benchmarks.run --only 8 --nanogpt PATH  # section 8 with nanoGPT's own code run from checkout PATH
 
 Writes benchmarks/results.md (a Markdown table per section), benchmarks/results.json and figures
 figures/benchmark_*.png. Ratios compare timings taken in the same run, on the same machine, back to back.
@@ -26,6 +27,7 @@ from benchmarks import (
     generation,
     kv_cache,
     language_model,
+    nanogpt_anchor,
     notebook_times,
     training_step,
 )
@@ -56,11 +58,22 @@ def main() -> None:
         help="re-run only these sections (1-9) and keep the others from the existing results.json",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="folder for results.md/json (default: benchmarks/)")
+    parser.add_argument(
+        "--nanogpt", type=Path, default=None, metavar="PATH",
+        help="a nanoGPT checkout: section 8 also runs its train.py (default: keep the stored nanoGPT rows)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.nanogpt is not None:
+        try:
+            args.nanogpt = nanogpt_anchor.check_checkout(args.nanogpt)
+        except ValueError as error:
+            parser.error(str(error))
     device = get_device()
     out_dir = args.out or RESULTS
     out_dir.mkdir(parents=True, exist_ok=True)
-    settings = Settings(device, args.quick, 0.05 if args.quick else 1.0, out_dir if args.out else FIGURES)
+    settings = Settings(
+        device, args.quick, 0.05 if args.quick else 1.0, out_dir if args.out else FIGURES, nanogpt=args.nanogpt
+    )
     wanted = set(args.only or range(1, 10)) - ({NOTEBOOK_SECTION} if args.skip_notebooks else set())
 
     results: dict = json.loads((out_dir / "results.json").read_text()) if args.only else {}

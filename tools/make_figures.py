@@ -173,7 +173,7 @@ def language_model_curve() -> Figure | None:
             ax.plot([r["budget (s)"] for r in rows], [r["held-out nats/char"] * bits for r in rows], "o-",
                     color=f"C{i + 2}", label=recipe)  # fmt: skip
         ax.set(xlabel="training time (s), 2 CPU cores", ylabel="held-out bits per character",
-               title="The same wall clock: notebook 15's recipe vs a minimal GPT's")  # fmt: skip
+               title="The same wall clock: notebook 15's recipe vs nanoGPT's")  # fmt: skip
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -24,6 +24,9 @@ STYLES = ("gpt2", "llama")
 # the model notebook 15 loads: trained in the shell with the lm task (the command is in its extra metadata)
 SHIPPED_LANGUAGE_MODEL = Path(__file__).resolve().parent.parent / "trained_models" / "gpt_stdlib.safetensors"
 
+# benchmark section 8 as the package ships it (benchmarks/ is not installed): notebook 15's recipe against nanoGPT's
+ANCHOR_COMPARISON = SHIPPED_LANGUAGE_MODEL.parent / "anchor_comparison.json"
+
 RENAMED_WEIGHTS = {"embedding.": "token_embedding.embedding."}
 """Old name prefix -> new name prefix of weights renamed since language models were first saved (files written by
 the LLaMA-style model class that :class:`~transformer_course.families.decoder_lm.DecoderLM` replaced)."""
@@ -153,3 +156,11 @@ def load_shipped_language_model() -> tuple[DecoderLM, BPETokenizer, LMConfig, di
     """The language model that ships with the package (:data:`SHIPPED_LANGUAGE_MODEL`), as
     :func:`load_language_model` returns it."""
     return load_language_model(SHIPPED_LANGUAGE_MODEL)
+
+
+def load_anchor_comparison() -> dict:
+    """Section 8 of benchmarks/results.json as shipped with the package (:data:`ANCHOR_COMPARISON`, written by
+    ``python -m benchmarks.run --only 8``): ``"language_model"``, one row per recipe and wall-clock budget (held-out
+    nats and bits per character, steps, throughput), and ``"language_model_notes"``, the caveats and how nanoGPT's own
+    code was run."""
+    return json.loads(ANCHOR_COMPARISON.read_text())
