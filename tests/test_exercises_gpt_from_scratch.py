@@ -1,7 +1,6 @@
 """Notebook 15's checkers accept the reference solutions and name the likeliest mistakes."""
 
 import math
-from collections import Counter
 
 import pytest
 import torch
@@ -10,86 +9,86 @@ from transformer_course.core.decoding import generate
 from transformer_course.exercises import gpt_from_scratch as ex
 from transformer_course.exercises import set_language
 from transformer_course.families.decoder_lm import DecoderLM, llama_block_config
-from transformer_course.text.bpe import train_bpe
+from transformer_course.text.bpe import BPETokenizer, train_bpe
 
 
-def test_reference_merge_step_agrees_with_the_package_trainer():
-    text = "low low low lower lowest newer newer wider"
-    first_merge = train_bpe(text, 1 + len(set(text)) + 1, special_tokens=("<unk>",)).merges[0]
-    words = Counter(tuple(w) for w in ["low", " low", " low", " lower", " lowest", " newer", " newer", " wider"])
-    assert ex.reference_merge_step(words)[0] == first_merge
+def test_reference_encoding_agrees_with_the_package_tokenizer():
+    text = "low low low lower lowest newer newer wider widest"
+    trained = train_bpe(text, 1 + len(set(text)) + 12, special_tokens=("<unk>",))
+    tokenizer = BPETokenizer(trained.tokens, trained.merges)
+    for word in (" lowest", " newer", "low", " wider", " slower", "aaaa"):
+        symbols = ex.reference_encode_word(word, trained.merges)
+        assert "".join(symbols) == word
+        expected = [tokenizer.tokens[i] for i in tokenizer.encode(word)]
+        if all(symbol in tokenizer.tokens for symbol in symbols):
+            assert symbols == expected, word
 
 
-def test_merge_checker_accepts_the_reference(capsys):
-    assert ex.check_merge_step(ex.reference_merge_step)
-    assert capsys.readouterr().out == "Exercise 15.1 (one BPE merge): correct!\n"
+def test_encode_checker_accepts_the_reference(capsys):
+    assert ex.check_encode_word(ex.reference_encode_word)
+    assert capsys.readouterr().out == "Exercise 15.1 (encoding with learned merges): correct!\n"
 
 
-def _weighted_pairs(word_counts):
-    pairs = Counter()
-    for word, count in word_counts.items():
-        for pair in zip(word, word[1:]):
-            pairs[pair] += count
-    return pairs
+def _first_occurrence_only(word, merges):
+    symbols = list(word)
+    for left, right in merges:
+        for i in range(len(symbols) - 1):
+            if (symbols[i], symbols[i + 1]) == (left, right):
+                symbols[i : i + 2] = [left + right]
+                break
+    return symbols
 
 
-def _unweighted(word_counts):
-    pairs = Counter(pair for word in word_counts for pair in zip(word, word[1:]))  # each word counted once
-    return min(pairs, key=lambda pair: (-pairs[pair], pair)), ex.reference_merge_step(word_counts)[1]
+def _on_the_joined_string(word, merges):
+    """Matches each merge on the text rather than on the symbols: ("ab", "c") then applies to "a", "b", "c"."""
+    pieces = [word]
+    for left, right in merges:
+        pieces = [
+            p for piece in pieces for p in piece.replace(left + right, "\0" + left + right + "\0").split("\0") if p
+        ]
+    return [p for piece in pieces for p in ([piece] if len(piece) > 1 else list(piece))]
 
 
-def _most_common_tie(word_counts):
-    best = _weighted_pairs(word_counts).most_common(1)[0][0]  # among tied pairs, the first one inserted
-    return best, ex.reference_merge_step(word_counts)[1]
-
-
-def _right_to_left_merge(word_counts):
-    best, _ = ex.reference_merge_step(word_counts)
-    merged = {}
-    for word, count in word_counts.items():
-        out, i = [], len(word) - 1
+def _right_to_left(word, merges):
+    symbols = list(word)
+    for left, right in merges:
+        out, i = [], len(symbols) - 1
         while i >= 0:
-            if i > 0 and (word[i - 1], word[i]) == best:
-                out.insert(0, best[0] + best[1])
+            if i > 0 and (symbols[i - 1], symbols[i]) == (left, right):
+                out.insert(0, left + right)
                 i -= 2
             else:
-                out.insert(0, word[i])
+                out.insert(0, symbols[i])
                 i -= 1
-        merged[tuple(out)] = merged.get(tuple(out), 0) + count
-    return best, merged
-
-
-def _drops_duplicates(word_counts):
-    best, merged = ex.reference_merge_step(word_counts)
-    return best, {w: 1 for w in merged}
+        symbols = out
+    return symbols
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
-        (_unweighted, "with its word's frequency"),
-        (_most_common_tie, "ties go to the smaller pair"),
-        (_right_to_left_merge, "scan left to right"),
-        (_drops_duplicates, "never how often the word occurs"),
-        (lambda wc: ex.reference_merge_step(wc)[0], "Return a tuple (pair, merged_counts)"),
-        (lambda wc: (ex.reference_merge_step(wc)[0][::-1], ex.reference_merge_step(wc)[1]), "reversed"),
-        (
-            lambda wc: ("".join(ex.reference_merge_step(wc)[0]), ex.reference_merge_step(wc)[1]),
-            "a tuple of two symbols",
-        ),
+        (_first_occurrence_only, "every occurrence, left to right"),
+        (lambda word, merges: ex.reference_encode_word(word, merges[::-1]), "in the order they were learned"),
+        (_right_to_left, "should be"),
+        (ex._leftmost_pair_with_a_merge, "the order of the merges decides"),  # what the checker recognises
+        (_on_the_joined_string, "not yet"),
+        (lambda word, merges: list(word), "should be"),
+        (lambda word, merges: [s.strip() for s in ex.reference_encode_word(word, merges)], "never adds or drops"),
+        (lambda word, merges: "".join(ex.reference_encode_word(word, merges)), "a list of strings"),
+        (lambda word, merges: [1, 2], "a list of strings"),
     ],
 )
-def test_merge_checker_names_the_mistake(wrong, hint, capsys):
-    assert not ex.check_merge_step(wrong)
+def test_encode_checker_names_the_mistake(wrong, hint, capsys):
+    assert not ex.check_encode_word(wrong)
     out = capsys.readouterr().out
-    assert out.startswith("Exercise 15.1 (one BPE merge): not yet.") and hint in out, out
+    assert out.startswith("Exercise 15.1 (encoding with learned merges): not yet.") and hint in out, out
 
 
-def test_merge_checker_says_not_attempted(capsys):
-    def stub(word_counts):
+def test_encode_checker_says_not_attempted(capsys):
+    def stub(word, merges):
         raise NotImplementedError
 
-    assert not ex.check_merge_step(stub)
+    assert not ex.check_encode_word(stub)
     assert "not attempted yet" in capsys.readouterr().out
 
 
@@ -213,16 +212,16 @@ def chinese():
 
 
 def test_checkers_speak_chinese(chinese, capsys):
-    assert ex.check_merge_step(ex.reference_merge_step)
+    assert ex.check_encode_word(ex.reference_encode_word)
     assert ex.check_bits_per_character(ex.reference_bits_per_character)
     assert ex.check_cached_generation(ex.reference_cached_generation)
     assert capsys.readouterr().out.splitlines() == [
-        "练习 15.1（一次 BPE 合并）：正确！",
+        "练习 15.1（用学到的合并规则编码）：正确！",
         "练习 15.2（每字符比特数）：正确！",
         "练习 15.3（生成时的 KV 缓存）：正确！",
     ]
     for checker, wrong, hint in [
-        (ex.check_merge_step, _unweighted, "乘以所在词的频次"),
+        (ex.check_encode_word, _first_occurrence_only, "从左到右作用于该符号对出现的每一处"),
         (ex.check_cached_generation, _cache_fed_everything, "每次只输入最新的词元"),
         (ex.check_bits_per_character, lambda n, t, c: n * t / c, "除以 ln 2 才是比特"),
     ]:

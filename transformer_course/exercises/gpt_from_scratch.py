@@ -1,9 +1,8 @@
 """Exercises of notebook 15 (a GPT from scratch): their checkers and reference solutions.
 
-15.1 ``check_merge_step(fn)``: ``fn(word_counts)`` takes pre-tokens as tuples of symbols with their counts,
-     ``{("l", "o", "w"): 5, ...}``, and returns ``(pair, merged_counts)``: the most frequent adjacent pair
-     (counted with the words' frequencies; a tie goes to the smaller pair) and the counts with every occurrence
-     of that pair merged, left to right, into one symbol.
+15.1 ``check_encode_word(fn)``: ``fn(word, merges)`` encodes one pre-token (a string) with merges learned by BPE
+     training (a list of pairs of strings, in the order they were learned): start from the characters, apply
+     each merge in order to every occurrence of its pair, left to right, and return the symbols.
 15.2 ``check_bits_per_character(fn)``: ``fn(nats_per_token, num_tokens, num_characters)`` returns the same loss
      in bits per character of the text.
 15.3 ``check_cached_generation(fn)``: ``fn(model, prompt, max_new_tokens)`` continues ``prompt`` (batch, len_p)
@@ -16,137 +15,144 @@ Each checker prints one line of feedback and returns ``True`` only for a correct
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from ._core import Exercise, ExerciseMistake, expect, expect_tensor, report, tr
 
-Word = tuple[str, ...]
-
-MERGE_STEP = Exercise("15.1", "one BPE merge", "一次 BPE 合并")
+ENCODE_WORD = Exercise("15.1", "encoding with learned merges", "用学到的合并规则编码")
 BITS_PER_CHARACTER = Exercise("15.2", "bits per character", "每字符比特数")
 CACHED_GENERATION = Exercise("15.3", "a KV cache for generation", "生成时的 KV 缓存")
 
 
-def reference_merge_step(word_counts: Mapping[Word, int]) -> tuple[tuple[str, str], dict[Word, int]]:
-    """Reference solution of exercise 15.1: one step of BPE training."""
-    pairs: Counter[tuple[str, str]] = Counter()
-    for word, count in word_counts.items():
-        for pair in zip(word, word[1:]):
-            pairs[pair] += count
-    best = min(pairs, key=lambda pair: (-pairs[pair], pair))  # most frequent; ties: the smaller pair
-    merged: dict[Word, int] = {}
-    for word, count in word_counts.items():
-        out: list[str] = []
+def reference_encode_word(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
+    """Reference solution of exercise 15.1: one pre-token encoded with learned merges.
+
+    Start from the characters and apply the merges in the order they were learned, each to every occurrence of its
+    pair, left to right. Returns the symbols (strings) that the word ends up as.
+    """
+    symbols = list(word)
+    for left, right in merges:
+        merged: list[str] = []
         i = 0
-        while i < len(word):
-            if word[i : i + 2] == best:
-                out.append(best[0] + best[1])
+        while i < len(symbols):
+            if i + 1 < len(symbols) and symbols[i] == left and symbols[i + 1] == right:
+                merged.append(left + right)
                 i += 2
             else:
-                out.append(word[i])
+                merged.append(symbols[i])
                 i += 1
-        merged[tuple(out)] = merged.get(tuple(out), 0) + count
-    return best, merged
+        symbols = merged
+    return symbols
+
+
+# Each case targets one mistake: ("l", "o") before ("o", "w") makes the order decide; "aaaa" needs every occurrence
+# merged, left to right; ("ab", "c") can only apply after ("a", "b") has made "ab" (and never to the characters
+# "a", "b", "c"); in "abc" with ("b", "c") learned first, the order of the merges beats the position of the pair;
+# "xyz" meets no merge at all.
+_ENCODE_CASES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    (" lower", ((" ", "l"), ("o", "w"), (" l", "ow"), ("e", "r"), (" low", "er"))),
+    ("low", (("l", "o"), ("o", "w"), ("lo", "w"))),
+    ("aaaa", (("a", "a"),)),
+    ("aaa", (("a", "a"),)),
+    ("abcabc", (("a", "b"), ("ab", "c"), ("abc", "abc"))),
+    ("abc", (("b", "c"), ("a", "b"))),
+    ("abc", (("ab", "c"),)),
+    ("xyz", (("a", "b"),)),
+)
+
+
+def _first_occurrence_only(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
+    """A wrong answer: each merge applied only at its first occurrence."""
+    symbols = list(word)
+    for left, right in merges:
+        for i in range(len(symbols) - 1):
+            if symbols[i] == left and symbols[i + 1] == right:
+                symbols[i : i + 2] = [left + right]
+                break
+    return symbols
+
+
+def _leftmost_pair_with_a_merge(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
+    """A wrong answer: repeatedly merge the leftmost adjacent pair that has a merge, whatever its place in the list."""
+    symbols, known = list(word), set(merges)
+    while True:
+        at = next((i for i in range(len(symbols) - 1) if (symbols[i], symbols[i + 1]) in known), None)
+        if at is None:
+            return symbols
+        symbols[at : at + 2] = [symbols[at] + symbols[at + 1]]
+
+
+def _check_encode_word(fn: Callable[[str, Sequence[tuple[str, str]]], list[str]]) -> None:
+    for word, merges in _ENCODE_CASES:
+        answer = fn(word, list(merges))
+        expect(
+            isinstance(answer, list | tuple) and all(isinstance(symbol, str) for symbol in answer),
+            tr(
+                f"return the symbols as a list of strings, such as ['l', 'ow'], got {answer!r:.60}",
+                f"应以字符串列表返回符号，例如 ['l', 'ow']，得到的是 {answer!r:.60}",
+            ),
+        )
+        answer = list(answer)
+        expected = reference_encode_word(word, merges)
+        if answer == expected:
+            continue
+        if "".join(answer) != word:
+            raise ExerciseMistake(
+                tr(
+                    f"for {word!r} your symbols {answer} do not spell the word again: a merge joins two neighbours "
+                    "into one symbol and never adds or drops a character",
+                    f"对 {word!r}，你的符号 {answer} 拼起来不再是原词：合并只是把相邻的两个符号连成一个，"
+                    "不会增加或丢掉字符",
+                )
+            )
+        if answer == _first_occurrence_only(word, merges):
+            raise ExerciseMistake(
+                tr(
+                    f"for {word!r} with merges {list(merges)} you merged only the first occurrence of a pair; "
+                    f"each merge applies to every occurrence, left to right: {expected}",
+                    f"对 {word!r}，合并规则为 {list(merges)}，你只合并了符号对的第一次出现；每条合并规则都要"
+                    f"从左到右作用于该符号对出现的每一处，正确结果是 {expected}",
+                )
+            )
+        if answer == _leftmost_pair_with_a_merge(word, merges):
+            raise ExerciseMistake(
+                tr(
+                    f"for {word!r} with merges {list(merges)} you merged the leftmost pair that has a merge; the "
+                    f"order of the merges decides, not the position of the pair: apply the first learned merge "
+                    f"everywhere, then the second, and so on: {expected}",
+                    f"对 {word!r}，合并规则为 {list(merges)}，你合并的是最左边一个有合并规则的符号对；决定先后的是"
+                    f"合并规则的顺序，而不是符号对的位置：先把第一条学到的规则用到所有地方，再用第二条，依此类推。"
+                    f"正确结果是 {expected}",
+                )
+            )
+        if answer == reference_encode_word(word, merges[::-1]):
+            raise ExerciseMistake(
+                tr(
+                    f"for {word!r} with merges {list(merges)} you applied the merges from the last learned to the "
+                    f"first; apply them in the order they were learned: {expected}",
+                    f"对 {word!r}，合并规则为 {list(merges)}，你从最后学到的规则往前应用；应按学到的先后顺序应用，"
+                    f"正确结果是 {expected}",
+                )
+            )
+        raise ExerciseMistake(
+            tr(
+                f"for {word!r} with merges {list(merges)} the symbols should be {expected}, got {answer}",
+                f"对 {word!r}，合并规则为 {list(merges)}，符号应为 {expected}，得到的是 {answer}",
+            )
+        )
+
+
+def check_encode_word(fn: Callable[[str, Sequence[tuple[str, str]]], list[str]]) -> bool:
+    """Exercise 15.1: ``fn(word, merges)`` must return the word's symbols after the learned merges, in order."""
+    return report(ENCODE_WORD, lambda: _check_encode_word(fn))
 
 
 def reference_bits_per_character(nats_per_token: float, num_tokens: int, num_characters: int) -> float:
     """Reference solution of exercise 15.2: nats per token -> bits per character."""
     return nats_per_token * num_tokens / num_characters / math.log(2)
-
-
-# The frequency of "ab" (3 words x 1) loses to "cd" (1 word x 5) only when counts are weighted; "aaa" tests the
-# left-to-right merge; ("x", "y") and ("y", "z") tie on purpose.
-_MERGE_CASES: tuple[dict[Word, int], ...] = (
-    {("a", "a", "a"): 4, ("b", "a"): 1},
-    {("a", "b", "x"): 1, ("a", "b", "y"): 1, ("a", "b", "z"): 1, ("c", "d"): 5},
-    {("y", "z"): 2, ("x", "y"): 2},
-    {(" ", "t", "h", "e"): 10, ("t", "h", "e", "n"): 3, (" ", "t", "o"): 4},
-)
-
-
-def _unweighted_best(word_counts: Mapping[Word, int]) -> tuple[str, str]:
-    pairs = Counter(pair for word in word_counts for pair in zip(word, word[1:]))
-    return min(pairs, key=lambda pair: (-pairs[pair], pair))
-
-
-def _check_merge_step(fn: Callable[[Mapping[Word, int]], tuple[tuple[str, str], dict[Word, int]]]) -> None:
-    for case in _MERGE_CASES:
-        answer = fn(dict(case))
-        expect(
-            isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[1], dict),
-            tr(
-                f"return a tuple (pair, merged_counts) with merged_counts a dict, got {answer!r:.60}",
-                f"应返回元组 (pair, merged_counts)，其中 merged_counts 是 dict，得到的是 {answer!r:.60}",
-            ),
-        )
-        pair, merged = answer
-        expect(
-            isinstance(pair, tuple | list) and len(pair) == 2,
-            tr(
-                f"return the pair as a tuple of two symbols, such as ('a', 'b'), got {pair!r:.40}",
-                f"符号对应以两个符号的元组返回，例如 ('a', 'b')，得到的是 {pair!r:.40}",
-            ),
-        )
-        best, expected = reference_merge_step(case)
-        pair = tuple(pair) if isinstance(pair, list | tuple) else pair
-        if pair != best:
-            if pair == _unweighted_best(case):
-                raise ExerciseMistake(
-                    tr(
-                        f"for {case} you picked {pair}, the pair found in the most words; count each occurrence "
-                        f"with its word's frequency, which makes {best} the most frequent",
-                        f"对 {case} 你选了 {pair}，它出现在最多的词里；但每次出现都要乘以所在词的频次，"
-                        f"这样最频繁的是 {best}",
-                    )
-                )
-            if isinstance(pair, tuple) and pair == best[::-1]:
-                raise ExerciseMistake(
-                    tr(
-                        f"for {case} you returned {pair} reversed: a pair is (left symbol, right symbol)",
-                        f"对 {case} 你返回的 {pair} 顺序反了：一个符号对是（左符号, 右符号）",
-                    )
-                )
-            raise ExerciseMistake(
-                tr(
-                    f"for {case} the most frequent pair is {best} (ties go to the smaller pair), you returned {pair}",
-                    f"对 {case} 最频繁的符号对是 {best}（平局时取较小的那对），你返回的是 {pair}",
-                )
-            )
-        if merged != expected:
-            total = sum(case.values())
-            if sum(merged.values()) != total:
-                raise ExerciseMistake(
-                    tr(
-                        f"for {case} your merged counts add up to {sum(merged.values())}, not {total}: merging "
-                        "changes the symbols of a word, never how often the word occurs",
-                        f"对 {case} 你合并后的计数之和是 {sum(merged.values())}，而不是 {total}：合并只改变词的符号，"
-                        "从不改变词出现的次数",
-                    )
-                )
-            if ("a", "a", "a") in case:
-                raise ExerciseMistake(
-                    tr(
-                        f"merging {best} in ('a', 'a', 'a') gives ('aa', 'a'): scan left to right and skip past "
-                        f"each merge; you returned {merged}",
-                        f"在 ('a', 'a', 'a') 中合并 {best} 得到 ('aa', 'a')：从左到右扫描，每合并一次就跳过合并掉的"
-                        f"两个符号；你返回的是 {merged}",
-                    )
-                )
-            raise ExerciseMistake(
-                tr(
-                    f"for {case} the merged counts should be {expected}, got {merged}",
-                    f"对 {case} 合并后的计数应为 {expected}，得到的是 {merged}",
-                )
-            )
-
-
-def check_merge_step(fn: Callable[[Mapping[Word, int]], tuple[tuple[str, str], dict[Word, int]]]) -> bool:
-    """Exercise 15.1: ``fn(word_counts)`` must return (the most frequent pair, the counts with it merged)."""
-    return report(MERGE_STEP, lambda: _check_merge_step(fn))
 
 
 _BPC_CASES = ((1.2, 1000, 4000), (0.9, 700, 700), (3.5, 250, 1000))
@@ -348,9 +354,11 @@ def _check_cached_generation(fn: Callable[[nn.Module, Tensor, int], Tensor]) -> 
         expect(
             len(fed) <= new,
             tr(
-                f"the model was called {len(fed)} times for {new} new tokens; {new} calls are enough (the last "
-                "token needs no call after it)",
-                f"为 {new} 个新词元调用了模型 {len(fed)} 次；{new} 次就够了（最后一个词元之后不必再调用）",
+                f"the model was called {len(fed)} times for {new} new tokens; {new} calls are enough: the last "
+                "token needs no call after it, and a prompt that fills the context to the last new token leaves no "
+                "room in the cache for one more position",
+                f"为 {new} 个新词元调用了模型 {len(fed)} 次；{new} 次就够了：最后一个词元之后不必再调用；"
+                "如果提示词加上新词元正好填满上下文，缓存里也放不下多出的那一个位置",
             ),
         )
 
