@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from ..text.bpe import merge_pair
 from ._core import Exercise, ExerciseMistake, expect, expect_tensor, report, tr
 
 ENCODE_WORD = Exercise("15.1", "encoding with learned merges", "用学到的合并规则编码")
@@ -35,16 +36,7 @@ def reference_encode_word(word: str, merges: Sequence[tuple[str, str]]) -> list[
     """
     symbols = list(word)
     for left, right in merges:
-        merged: list[str] = []
-        i = 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and symbols[i] == left and symbols[i + 1] == right:
-                merged.append(left + right)
-                i += 2
-            else:
-                merged.append(symbols[i])
-                i += 1
-        symbols = merged
+        symbols = merge_pair(symbols, (left, right), left + right)  # every occurrence, left to right
     return symbols
 
 

@@ -24,6 +24,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .. import checks
 
@@ -44,9 +45,12 @@ def _pairs(symbols: Sequence[int]) -> Counter[tuple[int, int]]:
     return Counter(zip(symbols, symbols[1:]))
 
 
-def merge_pair(symbols: Sequence[int], pair: tuple[int, int], new_id: int) -> list[int]:
-    """Replace each occurrence of ``pair`` in ``symbols`` by ``new_id``, scanning left to right."""
-    merged: list[int] = []
+Symbol = TypeVar("Symbol", int, str)
+
+
+def merge_pair(symbols: Sequence[Symbol], pair: tuple[Symbol, Symbol], new_id: Symbol) -> list[Symbol]:
+    """Replace each occurrence of ``pair`` in ``symbols`` by ``new_id``, scanning left to right (ids or strings)."""
+    merged: list[Symbol] = []
     i = 0
     while i < len(symbols):
         if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
