@@ -93,3 +93,17 @@ def test_lora_equals_the_peft_librarys_on_the_same_weights():
 def test_bad_settings_are_named(call, message):
     with pytest.raises(ValueError, match=message):
         call(TwoLayers())
+
+
+def test_the_optimizer_gets_only_the_trainable_parameters():
+    from transformer_course.training.schedules import make_optimizer
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    add_lora(model, ["1"], rank=2)
+    optimizer = make_optimizer(model, 1e-3, weight_decay=0.1, decay_matrices_only=True)
+    given = [p for group in optimizer.param_groups for p in group["params"]]
+    assert len(given) == 2 and all(p.requires_grad for p in given)  # LoRA's A and B
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    with pytest.raises(ValueError, match="nothing to train"):
+        make_optimizer(model, 1e-3)

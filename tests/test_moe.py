@@ -109,3 +109,53 @@ def test_bad_settings_are_named(kwargs, message):
 def test_a_wrong_input_shape_is_named():
     with pytest.raises(ValueError, match=r"\(batch, len, d_model=8\)"):
         MixtureOfExperts(8, 16, num_experts=4)(torch.randn(2, 7))
+
+
+def test_moe_language_model_differs_from_the_dense_one_only_in_its_feed_forward_layers():
+    from transformer_course.families.language_model import LMConfig, build_language_model
+    from transformer_course.families.moe import balance_loss, moe_language_model, moe_layers
+
+    config = LMConfig(style="llama", d_model=32, num_layers=2, num_heads=4, num_kv_heads=2, context=16)
+    torch.manual_seed(0)
+    dense = build_language_model(config, 50)
+    torch.manual_seed(0)
+    moe = moe_language_model(config, 50, num_experts=4, top_k=2, d_ff=24)
+    dense_weights, moe_weights = dense.state_dict(), moe.state_dict()
+    shared = [name for name in dense_weights if ".feed_forward." not in name]
+    assert shared and all(torch.equal(dense_weights[name], moe_weights[name]) for name in shared)
+    assert [layer.d_ff for layer in moe_layers(moe)] == [24, 24]
+    ids = torch.randint(0, 50, (3, 16))
+    assert moe(ids).shape == (3, 16, 50)
+    # a zero router spreads the probabilities evenly, so each layer's balance loss is num_experts * sum f_i / E = 1
+    assert torch.allclose(balance_loss(moe), torch.tensor(2.0))
+    with pytest.raises(ValueError, match="style='llama'"):
+        moe_language_model(LMConfig(style="gpt2", d_model=32, num_heads=4), 50, num_experts=4)
+    with pytest.raises(ValueError, match="no MixtureOfExperts"):
+        balance_loss(dense)
+    with pytest.raises(ValueError, match="forward first"):
+        balance_loss(moe_language_model(config, 50, num_experts=4))
+
+
+def test_the_balance_loss_trains_the_router_and_is_not_recorded():
+    from transformer_course.families.language_model import LMConfig
+    from transformer_course.families.moe import balance_loss, moe_language_model
+    from transformer_course.training.lm_training import LMTrainConfig, train_language_model
+
+    config = LMConfig(style="llama", d_model=32, num_layers=1, num_heads=4, num_kv_heads=2, context=16)
+    ids = torch.randint(0, 40, (2000,), generator=torch.Generator().manual_seed(0))
+    runs = {}
+    for weight in (0.0, 1.0):
+        torch.manual_seed(0)
+        model = moe_language_model(config, 40, num_experts=4, top_k=1)
+        history = train_language_model(
+            model,
+            ids,
+            ids[:200],
+            16,
+            LMTrainConfig(steps=3, warmup=1, batch_size=4),
+            extra_loss=lambda m=model, w=weight: w * balance_loss(m),
+        )
+        runs[weight] = (history.loss, model.blocks[0].feed_forward.router.weight.detach().clone())
+    # the first recorded loss is the cross-entropy of the same first batch, with or without the extra term
+    assert runs[0.0][0][0] == pytest.approx(runs[1.0][0][0], abs=1e-6)
+    assert not torch.equal(runs[0.0][1], runs[1.0][1])

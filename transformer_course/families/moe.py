@@ -11,6 +11,9 @@ its ``top_k`` best experts (Switch Transformer, Mixtral; notebook 16).
   number dropped, and the load-balancing loss of Switch Transformer, ``num_experts * sum_i f_i P_i`` (f_i: the share
   of assignments expert i received, P_i: the mean router probability of expert i), which is 1 when the load is even
   and grows as the router favours a few experts.
+* :func:`moe_language_model`: the course's decoder-only language model with a mixture of experts in place of each
+  block's feed-forward network; :func:`moe_layers` finds them and :func:`balance_loss` sums their auxiliary losses
+  for training (``train_language_model(..., extra_loss=...)``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import checks
+from .decoder_lm import DecoderLM
+from .language_model import LMConfig, build_language_model
 
 
 @dataclass(frozen=True)
@@ -162,4 +167,44 @@ class MixtureOfExperts(nn.Module):
         return f"d_model={self.d_model}, d_ff={self.d_ff}, num_experts={self.num_experts}, top_k={self.top_k}{capacity}"
 
 
-__all__ = ["MixtureOfExperts", "Routing"]
+def moe_language_model(
+    config: LMConfig,
+    vocab_size: int,
+    num_experts: int,
+    top_k: int = 2,
+    d_ff: int | None = None,
+    capacity_factor: float | None = None,
+) -> DecoderLM:
+    """:func:`~transformer_course.families.language_model.build_language_model` of a LLaMA-style ``config``, with a
+    :class:`MixtureOfExperts` of ``num_experts`` SwiGLU experts (each ``d_ff`` wide, default the dense block's width)
+    in place of every block's feed-forward network. ids (batch, len) -> logits (batch, len, vocab_size).
+
+    The rest of the model (embedding, attention, norms) is built, and initialised, exactly as the dense model of
+    the same ``config``: with the same seed, the two differ only in their feed-forward layers.
+    """
+    if not isinstance(config, LMConfig) or config.style != "llama":
+        raise ValueError(f"config must be an LMConfig with style='llama' (SwiGLU experts), got {config!r}")
+    model = build_language_model(config, vocab_size)
+    width = model.blocks[0].feed_forward.d_ff if d_ff is None else d_ff
+    for block in model.blocks:
+        block.feed_forward = MixtureOfExperts(config.d_model, width, num_experts, top_k, capacity_factor)
+    return model
+
+
+def moe_layers(model: nn.Module) -> list[MixtureOfExperts]:
+    """Every :class:`MixtureOfExperts` inside ``model``, in order."""
+    return [module for module in model.modules() if isinstance(module, MixtureOfExperts)]
+
+
+def balance_loss(model: nn.Module) -> Tensor:
+    """The sum of the load-balancing losses of ``model``'s mixture-of-experts layers from its last forward pass (a
+    scalar tensor; 1 per layer when every layer spreads its tokens evenly)."""
+    layers = moe_layers(model)
+    if not layers:
+        raise ValueError("the model has no MixtureOfExperts layer")
+    if any(layer.last_routing is None for layer in layers):
+        raise ValueError("run the model forward first: a MixtureOfExperts layer has not routed anything yet")
+    return torch.stack([layer.last_routing.balance_loss for layer in layers]).sum()
+
+
+__all__ = ["MixtureOfExperts", "Routing", "balance_loss", "moe_language_model", "moe_layers"]

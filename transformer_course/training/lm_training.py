@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -82,6 +82,7 @@ def train_language_model(
     seconds: float | None = None,
     progress: bool = False,
     eval_windows: int | None = 200,
+    extra_loss: Callable[[], Tensor] | None = None,
 ) -> History:
     """Train ``model`` on random windows of ``train_ids`` (n_train,) for ``config.steps`` updates, or until
     ``seconds`` of training have passed (a benchmark's budget; the schedule still spans ``config.steps``).
@@ -90,6 +91,11 @@ def train_language_model(
     vocab). The held-out loss of ``held_out_ids`` (at most ``eval_windows`` windows) is measured every
     ``config.eval_every`` steps and at the end; evaluation time is not counted in ``history.seconds``. Returns
     the :class:`~transformer_course.training.loop.History` (loss, lr, eval_steps, eval_loss, tokens_seen, seconds).
+
+    ``extra_loss``: called after each forward pass, returns a scalar tensor added to the loss that is back-propagated
+    (a mixture-of-experts model's load-balancing loss, :func:`~transformer_course.families.moe.balance_loss`); the
+    recorded loss stays the cross-entropy. Only the parameters with ``requires_grad`` are trained (a frozen model
+    with LoRA updates trains only those).
     """
     checks.positive_int("context", context)
     if seconds is not None and not seconds >= 0:
@@ -101,7 +107,10 @@ def train_language_model(
 
     def batch_loss() -> BatchLoss:
         x, y = random_windows(train_ids, config.batch_size, context, generator)
-        return BatchLoss(F.cross_entropy(model(x).flatten(0, 1), y.flatten()), tokens=x.numel())
+        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        if extra_loss is None:
+            return BatchLoss(loss, tokens=x.numel())
+        return BatchLoss(loss + extra_loss(), recorded=loss.detach(), tokens=x.numel())
 
     def train_loss_text(recent: Sequence[float], lr: float) -> str:
         return f"train loss {sum(recent) / len(recent):.3f} (mean of the last {len(recent)})"

@@ -74,19 +74,22 @@ def make_optimizer(
     ``decay_matrices_only`` (GPT-style training): AdamW with two parameter groups, ``weight_decay`` for the
     weights with two or more dimensions (matrices, embeddings) and none for biases and norm scales; a weight tied
     between two modules is counted once. ``lr`` is the base rate the schedule multiplies; the training loop sets
-    the real rate every step.
+    the real rate every step. Only the parameters with ``requires_grad`` are given to the optimizer, so a frozen
+    weight is neither updated nor decayed.
     """
     if weight_decay < 0:
         raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
+    trainable = [p for p in model.parameters() if p.requires_grad]  # tied weights once: parameters() yields each once
+    if not trainable:
+        raise ValueError("the model has no parameter with requires_grad=True: nothing to train")
     if decay_matrices_only:
-        decay, no_decay = [], []
-        for parameter in model.parameters():  # tied weights once: parameters() yields each tensor once
-            (decay if parameter.dim() >= 2 else no_decay).append(parameter)
+        decay = [p for p in trainable if p.dim() >= 2]
+        no_decay = [p for p in trainable if p.dim() < 2]
         groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
         return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
     if weight_decay > 0:
-        return torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
-    return torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
+        return torch.optim.AdamW(trainable, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    return torch.optim.Adam(trainable, lr=lr, betas=betas, eps=eps)
 
 
 def optimizer_update(
