@@ -1,8 +1,10 @@
-"""The course site builds from the committed notebooks, in English and Chinese (zh/), and nothing on it is loaded
-from outside the site."""
+"""The course site builds from the committed notebooks, in English and Chinese (zh/), with the playground
+(playground/), and nothing on it is loaded from outside the site."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
 
@@ -11,12 +13,16 @@ import nbformat
 from tools.build_site import (
     COLAB_BADGE,
     ENGLISH_GUIDE_PAGE,
+    PLAYGROUND_MAX_BYTES,
+    PLAYGROUND_SOURCE,
     ZH_GLOSSARY,
     chinese_landing_page,
     chinese_notebooks,
     default_slide_type,
     english_chapters,
+    file_script,
     glossary_search_words,
+    gzip_base64,
     link_decks,
     link_untranslated_to_english,
     with_slide_metadata,
@@ -212,3 +218,48 @@ def test_the_chinese_book_has_the_chinese_instructor_guide(built_site):
     assert (guide.parent / ENGLISH_GUIDE_PAGE).resolve() == (built_site / "docs" / "instructor_guide.html").resolve()
     landing = (built_site / "zh" / "site" / "index.html").read_text(encoding="utf-8")
     assert 'href="../docs/instructor_guide.zh-CN.html"' in landing, "the Chinese landing page does not link the guide"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The playground: notebook 15's GPT in the browser (site/playground/, built into playground/)
+
+PLAYGROUND_PAGES = {"en": "index.html", "zh": "index.zh-CN.html"}
+ELEMENT_ID = re.compile(r"""\bid=["']([^"']+)["']""")
+
+
+def test_the_playground_pages_have_the_same_parts_in_both_languages():
+    """The Chinese page is a translation of the English one: the same elements (the script finds them by id), the same
+    scripts, and links to the same notebooks, the Chinese page to the Chinese notebooks' pages."""
+    texts = {lang: (PLAYGROUND_SOURCE / name).read_text(encoding="utf-8") for lang, name in PLAYGROUND_PAGES.items()}
+    assert ELEMENT_ID.findall(texts["en"]) == ELEMENT_ID.findall(texts["zh"])
+    scripts = {lang: re.findall(r'<script [^>]*src="([^"]+)"', text) for lang, text in texts.items()}
+    assert scripts["en"] == scripts["zh"] and scripts["en"][-1] == "playground.js"
+    notebooks = {lang: re.findall(r'href="([^"]*notebooks/[^"]+\.html)"', text) for lang, text in texts.items()}
+    assert [n.replace("../zh/notebooks/zh/", "../notebooks/") for n in notebooks["zh"]] == notebooks["en"]
+    assert {"10_decoding", "04_scaled_dot_product_attention", "05_multi_head_attention", "15_gpt_from_scratch"} <= {
+        n.rsplit("/", 1)[-1].removesuffix(".html") for n in notebooks["en"]
+    }
+    assert '<html lang="zh-CN">' in texts["zh"] and CJK.search(texts["zh"])
+
+
+def test_a_playground_file_script_holds_its_value():
+    value = {"a": '引号 " and </script>', "b": [1, 2]}
+    script = file_script("x.json", value)
+    assert script.startswith("window.coursePlaygroundFiles = window.coursePlaygroundFiles || {};\n")
+    assert json.loads(script.split(" = ", 2)[-1].rstrip(";\n")) == value
+    data = bytes(range(256)) * 10
+    assert gzip.decompress(base64.b64decode(gzip_base64(data))) == data
+    assert gzip_base64(data) == gzip_base64(data), "the same bytes on every build"
+
+
+def test_the_playground_is_in_the_site_and_under_10_mb(built_site):
+    folder = built_site / "playground"
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in files) < PLAYGROUND_MAX_BYTES
+    for name in [*PLAYGROUND_PAGES.values(), "ort/ort.wasm.min.js", "model/gpt_stdlib.onnx.js", "model/tokenizer.js"]:
+        assert (folder / name).is_file(), name
+    english = (built_site / "site" / "index.html").read_text(encoding="utf-8")
+    chinese = (built_site / "zh" / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../playground/index.html"' in english, "the landing page does not link the playground"
+    assert 'href="../../playground/index.zh-CN.html"' in chinese, "the Chinese landing page does not link its page"
+    assert (built_site / "zh" / "site" / "../../playground/index.zh-CN.html").resolve().is_file()

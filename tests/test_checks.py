@@ -40,6 +40,28 @@ def test_non_negative_int_rejects_bools_negatives_and_non_ints(value):
         checks.non_negative_int("offset", value)
 
 
+# the checks read the traced sizes once, as intended; torch.jit.trace is what the ONNX exporter runs
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning", "ignore:.*torch.jit.trace.*:DeprecationWarning")
+def test_a_size_traced_by_torch_jit_passes_as_an_int_only_while_tracing():
+    """tools/export_onnx.py traces the model; the tracer hands on sizes read from shapes as 0-dim integer tensors."""
+    for check in (checks.positive_int, checks.non_negative_int):
+        with pytest.raises(ValueError, match="int, got tensor"):
+            check("len_q", torch.tensor(3))  # outside a trace, a tensor is no int
+
+    def causal_rows(x: torch.Tensor) -> torch.Tensor:
+        length = x.shape[1]  # a tensor while tracing
+        checks.positive_int("length", length)
+        checks.non_negative_int("length", length - 1)
+        return torch.ones(length, length).tril().sum(dim=1) + x[0]
+
+    traced = torch.jit.trace(causal_rows, torch.zeros(1, 3))
+    assert traced(torch.zeros(1, 5)).tolist() == [1.0, 2.0, 3.0, 4.0, 5.0], "the traced length stays variable"
+    with raises("length must be a positive int, got 0"):
+        checks.positive_int("length", 0)
+    with pytest.raises(ValueError, match="got tensor"):
+        torch.jit.trace(lambda x: checks.positive_int("n", x.sum()) or x, torch.zeros(2))  # a float is no size
+
+
 def test_positive_ints_checks_every_keyword_in_order():
     assert checks.positive_ints(d_model=8, num_heads=2, d_ff=1) is None
     assert checks.positive_ints() is None

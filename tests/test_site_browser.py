@@ -1,18 +1,23 @@
 """The built course site in headless Chromium with the network off, opened from disk as a reader behind a firewall
 would: a notebook page shows typeset maths, search finds a page, a slide deck shows its maths, the Chinese book shows a
-Chinese page with its maths and its search finds a Chinese term, and no request leaves the site's folder.
+Chinese page with its maths and its search finds a Chinese term, the playground runs notebook 15's GPT (its tokens,
+greedy tokens and attention maps checked against the package's), and no request leaves the site's folder.
 
 Skipped, with the reason, only when no Chromium or no Playwright is installed (.ci/run installs both). With
-COURSE_SAVE_SCREENSHOTS=1 the test also saves figures/site_page.png and figures/site_slide.png for the README.
+COURSE_SAVE_SCREENSHOTS=1 the tests also save figures/site_page.png, figures/site_slide.png and
+figures/site_playground.png for the README.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -48,9 +53,9 @@ def offline_browser(built_site):
         browser.close()
 
 
-def _save(page, tmp_path: Path, name: str) -> None:
+def _save(page, tmp_path: Path, name: str, full_page: bool = False) -> None:
     shot = tmp_path / name
-    page.screenshot(path=str(shot))
+    page.screenshot(path=str(shot), full_page=full_page)
     if os.environ.get("COURSE_SAVE_SCREENSHOTS") == "1":
         shutil.copy2(shot, ROOT / "figures" / name)
 
@@ -131,4 +136,115 @@ def test_chinese_search_finds_the_page_that_teaches_a_term(offline_browser, buil
         assert any(notebook in href for href in found[:3]), (term, found[:10])
     page.goto((built_site / "zh" / "docs" / "instructor_guide.zh-CN.html").as_uri())
     assert page.locator("article h1").first.inner_text().strip().startswith("教师指南")
+    assert not outside, f"requests left the site: {outside[:5]}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The playground: notebook 15's GPT run by ONNX Runtime Web (WebAssembly), from disk
+
+GREEDY_TOKENS = 24
+# the example prompts, code, and characters whose handling differs between Python's and JavaScript's regular
+# expressions (\s: \x1c-\x1f and \x85 are Python whitespace, \ufeff is JavaScript's) or that the tokenizer never saw
+TOKENIZER_TEXTS = [
+    "def f(x):\n    return x + 1  # 2.5",
+    "  two spaces, a tab\there,\n\nand lines   ",
+    "odd spaces:\x1c\x1f\x85\xa0\u3000\ufeff|",
+    "unseen: é, ∑, 中文, 😀",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def shipped_model():
+    from transformer_course.families.language_model import load_shipped_language_model
+
+    model, tokenizer, _, _ = load_shipped_language_model()
+    return model, tokenizer
+
+
+def _open_playground(context, built_site, name: str):
+    """The page, once its model has loaded; also the seconds that took and the page's errors."""
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    started = time.monotonic()
+    page.goto((built_site / "playground" / name).as_uri())
+    page.wait_for_selector('#status[data-state="ready"], #status[data-state="error"]', timeout=120_000)
+    assert page.get_attribute("#status", "data-state") == "ready", page.inner_text("#status")
+    return page, time.monotonic() - started, errors
+
+
+def _set(page, selector: str, value) -> None:
+    page.eval_on_selector(selector, "(el, v) => { el.value = String(v); el.dispatchEvent(new Event('input')); }", value)
+
+
+def _generate(page) -> list[int]:
+    page.click("#generate")
+    page.wait_for_selector('#status[data-state="done"]', timeout=120_000)
+    return json.loads(page.get_attribute("#output", "data-new-ids"))
+
+
+def test_the_playground_runs_the_course_gpt_offline(offline_browser, built_site, shipped_model, tmp_path):
+    """The page loads the model from disk; its tokenizer gives the package's ids; greedy generation gives the tokens
+    of ``decoding.generate`` (never <unk>, as the page); sampling writes text; the attention map changes with the
+    head and the layer; the next-token chart shows ten tokens."""
+    from transformer_course.core.decoding import generate
+
+    context, outside = offline_browser
+    model, tokenizer = shipped_model
+    page, seconds, errors = _open_playground(context, built_site, "index.html")
+    print(f"the playground was ready {seconds:.1f} s after it was opened")
+    examples = page.eval_on_selector_all("button.example", "buttons => buttons.map(b => b.textContent)")
+    assert len(examples) >= 3
+    texts = examples + TOKENIZER_TEXTS
+    assert page.evaluate("texts => texts.map(t => coursePlayground.encode(t))", texts) == [
+        tokenizer.encode(t) for t in texts
+    ]
+
+    unk = tokenizer.tokens.index("<unk>")
+    page.select_option("#decoding", "greedy")
+    _set(page, "#new-tokens", GREEDY_TOKENS)
+    for prompt in examples[:2]:
+        page.fill("#prompt", prompt)
+        ids = tokenizer.encode(prompt)
+        with torch.no_grad():
+            expected = generate(model, torch.tensor([ids]), GREEDY_TOKENS, greedy=True, banned=[unk])[0, len(ids) :]
+        assert _generate(page) == expected.tolist(), prompt
+        assert json.loads(page.get_attribute("#output", "data-prompt-ids")) == ids
+    assert page.locator("#bars .bar").count() == 10
+    assert page.locator("#bars .bar").first.get_attribute("class") == "bar chosen", "greedy takes the likeliest"
+
+    maps = []
+    for layer, head in [(0, 0), (0, 1), (3, 1)]:
+        page.select_option("#layer", str(layer))
+        page.select_option("#head", str(head))
+        maps.append(page.eval_on_selector("#attention-map", "canvas => canvas.toDataURL()"))
+    assert len(set(maps)) == 3, "the attention map did not change with the head or the layer"
+
+    page.select_option("#decoding", "sample")
+    _set(page, "#temperature", 0.8)
+    _set(page, "#top-p", 0.9)
+    _set(page, "#new-tokens", 40)
+    page.fill("#prompt", examples[2])
+    sampled = _generate(page)
+    assert len(sampled) == 40 and unk not in sampled
+    assert page.inner_text("#output").startswith(examples[2]) and len(page.inner_text("#output")) > len(examples[2])
+    page.select_option("#layer", "1")
+    page.select_option("#head", "2")
+    _save(page, tmp_path, "site_playground.png", full_page=True)
+    assert not errors, errors
+    assert not outside, f"requests left the site: {outside[:5]}"
+
+
+def test_the_chinese_playground_runs_in_chinese(offline_browser, built_site):
+    context, outside = offline_browser
+    page, _, errors = _open_playground(context, built_site, "index.zh-CN.html")
+    assert page.evaluate("() => document.documentElement.lang") == "zh-CN"
+    assert "浏览器" in page.inner_text("h1") and "就绪" in page.inner_text("#status")
+    _set(page, "#new-tokens", 3)
+    page.click("#generate")
+    page.wait_for_selector('#status[data-state="done"]', timeout=120_000)
+    assert "生成了 3 个新词元" in page.inner_text("#status")
+    assert 1 <= page.locator("#bars .bar").count() <= 10  # top-p 0.9 may leave fewer than ten tokens to draw from
+    assert not errors, errors
     assert not outside, f"requests left the site: {outside[:5]}"

@@ -15,6 +15,11 @@ break. Cells without one get a default from their heading (a "#"/"##" heading st
 sub-slide, everything else continues the current slide); ``--annotate`` writes those defaults into the
 notebooks, so a teacher can then adjust them in JupyterLab's property inspector.
 
+The playground, _site/playground/ (an English and a Chinese page, site/playground/), runs notebook 15's GPT in the
+browser with ONNX Runtime Web from the npm package pinned in site/package.json, and the model exported by
+``python -m tools.export_onnx``: it generates text token by token and shows the next-token probabilities and the
+attention of each layer and head. Its files take under 10 MB; it too works offline, also opened from disk.
+
 The Chinese edition is a second book in _site/zh/, laid out as the English one (_site/zh/site/index.html, its
 notebooks in _site/zh/notebooks/zh/, its decks in _site/zh/slides/, its own _static/), so it also works on its
 own. It holds the Chinese notebooks that exist (notebooks/zh/, built by ``python -m tools.translations build``) and
@@ -27,7 +32,10 @@ glossary's terms (translations/zh/GLOSSARY.md) kept whole.
 from __future__ import annotations
 
 import argparse
+import base64
+import gzip
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -54,6 +62,22 @@ BROWSER_LIBRARIES = [
     ("requirejs/require.js", "require.js"),
     ("jquery/dist/jquery.min.js", "jquery.min.js"),
 ]
+# the playground (site/playground/): notebook 15's GPT run in the browser by ONNX Runtime Web. Its pages, script and
+# style are copied; ONNX Runtime's script too; its WebAssembly and the model (python -m tools.export_onnx) go into
+# classic scripts as gzip in base64, with the tokenizer and the export's manifest as JSON, so that the page also works
+# opened from disk (file://), where a page may neither fetch() a file nor import a module
+PLAYGROUND_SOURCE = SITE_SOURCE / "playground"
+PLAYGROUND_FOLDER = "playground"
+PLAYGROUND_PAGES = ("index.html", "index.zh-CN.html", "playground.js", "playground.css")
+ONNX_RUNTIME = "onnxruntime-web/dist"
+# ONNX Runtime Web's CPU build (its WebAssembly without WebGPU); without cross-origin isolation it runs on one thread
+ONNX_RUNTIME_SCRIPT, ONNX_RUNTIME_GLUE, ONNX_RUNTIME_WASM = (
+    "ort.wasm.min.js",
+    "ort-wasm-simd-threaded.mjs",
+    "ort-wasm-simd-threaded.wasm",
+)
+PLAYGROUND_MODEL = ("gpt_stdlib.onnx", "tokenizer.json", "gpt_stdlib.export.json")
+PLAYGROUND_MAX_BYTES = 10_000_000  # everything the page loads
 # the notebooks' Colab badge image, drawn by the course (site/_static/), so that showing it fetches nothing
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 # the slides live in _site/slides/, one level below _static/
@@ -103,7 +127,8 @@ def with_slide_metadata(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNod
 
 def install_browser_libraries() -> None:
     """`npm ci` in site/ unless the pinned packages are there already (the npm registry is the only download)."""
-    if all((NODE_MODULES / source).exists() for source, _ in BROWSER_LIBRARIES):
+    runtime = [f"{ONNX_RUNTIME}/{name}" for name in (ONNX_RUNTIME_SCRIPT, ONNX_RUNTIME_GLUE, ONNX_RUNTIME_WASM)]
+    if all((NODE_MODULES / source).exists() for source in [s for s, _ in BROWSER_LIBRARIES] + runtime):
         return
     npm = shutil.which("npm")
     if npm is None:
@@ -119,6 +144,44 @@ def copy_browser_libraries(out: Path) -> None:
             shutil.copytree(origin, destination, dirs_exist_ok=True)
         else:
             shutil.copy2(origin, destination)
+
+
+def file_script(name: str, value: str | dict) -> str:
+    """A classic script that stores ``value`` (a string, or JSON) as the file ``name`` in the playground's
+    ``window.coursePlaygroundFiles``."""
+    files = "window.coursePlaygroundFiles"
+    return f"{files} = {files} || {{}};\n{files}[{json.dumps(name)}] = {json.dumps(value, ensure_ascii=False)};\n"
+
+
+def gzip_base64(data: bytes) -> str:
+    """``data`` gzipped (the same bytes on every build) and base64-encoded, as the playground unpacks it."""
+    return base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def build_playground(out: Path) -> list[Path]:
+    """The playground in ``out``/playground/: its English and Chinese pages, its script and style, ONNX Runtime
+    Web's script, and its WebAssembly, the model, the tokenizer and the export's manifest as classic scripts
+    (ort/, model/). Returns the files written; the page loads all of them, at most :data:`PLAYGROUND_MAX_BYTES`."""
+    folder = out / PLAYGROUND_FOLDER
+    (folder / "ort").mkdir(parents=True, exist_ok=True)
+    (folder / "model").mkdir(exist_ok=True)
+    for name in PLAYGROUND_PAGES:
+        shutil.copy2(PLAYGROUND_SOURCE / name, folder / name)
+    runtime, ort, model = NODE_MODULES / ONNX_RUNTIME, folder / "ort", folder / "model"
+    shutil.copy2(runtime / ONNX_RUNTIME_SCRIPT, ort / ONNX_RUNTIME_SCRIPT)
+    glue = (runtime / ONNX_RUNTIME_GLUE).read_text(encoding="utf-8")
+    (ort / f"{ONNX_RUNTIME_GLUE}.js").write_text(file_script(ONNX_RUNTIME_GLUE, glue), encoding="utf-8")
+    wasm = gzip_base64((runtime / ONNX_RUNTIME_WASM).read_bytes())
+    (ort / f"{ONNX_RUNTIME_WASM}.js").write_text(file_script(ONNX_RUNTIME_WASM, wasm), encoding="utf-8")
+    graph, tokenizer, manifest = (PLAYGROUND_SOURCE / name for name in PLAYGROUND_MODEL)
+    (model / f"{graph.name}.js").write_text(file_script(graph.name, gzip_base64(graph.read_bytes())), encoding="utf-8")
+    as_json = [file_script(p.name, json.loads(p.read_text(encoding="utf-8"))) for p in (tokenizer, manifest)]
+    (model / "tokenizer.js").write_text("".join(as_json), encoding="utf-8")
+    written = sorted(p for p in folder.rglob("*") if p.is_file())
+    total = sum(p.stat().st_size for p in written)
+    if total > PLAYGROUND_MAX_BYTES:
+        raise RuntimeError(f"the playground's files take {total:,} bytes, over {PLAYGROUND_MAX_BYTES:,}")
+    return written
 
 
 def use_local_badges(out: Path) -> None:
@@ -334,6 +397,9 @@ def build(
         shutil.copy2(SITE_SOURCE / "_static" / "colab-badge.svg", book / "_static" / "colab-badge.svg")
     for book, _ in reversed(books):  # the Chinese pages first, so that each book shows its own copy
         use_local_badges(book)
+    if not slides_only:  # one playground, with an English and a Chinese page, linked from both landing pages
+        playground = build_playground(out)
+        written += [p for p in playground if p.suffix == ".html"]
     return written
 
 

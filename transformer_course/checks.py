@@ -13,15 +13,25 @@ import torch
 from torch import Tensor
 
 
+def _is_int(value: Any) -> bool:
+    """An int that is not a bool. While ``torch.jit`` traces a model (the ONNX export, ``python -m tools.export_onnx``),
+    also a size read from a tensor's shape: the tracer hands it on as a 0-dim integer tensor, so that the exported graph
+    keeps the length variable."""
+    if isinstance(value, int):
+        return not isinstance(value, bool)
+    traced_size = isinstance(value, Tensor) and value.dim() == 0 and not value.is_floating_point()
+    return traced_size and torch.jit.is_tracing()
+
+
 def positive_int(name: str, value: Any) -> None:
     """``value`` must be an int >= 1 (``bool`` is not accepted)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not _is_int(value) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
 def non_negative_int(name: str, value: Any) -> None:
     """``value`` must be an int >= 0 (``bool`` is not accepted)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not _is_int(value) or value < 0:
         raise ValueError(f"{name} must be a non-negative int, got {value!r}")
 
 
