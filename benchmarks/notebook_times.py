@@ -27,6 +27,13 @@ def bench_notebooks(names: list[str] | None) -> list[dict]:
     return rows
 
 
+def merge_rows(stored: list[dict], new: list[dict]) -> list[dict]:
+    """The stored rows with the new rows in place of those of the same notebooks, in the notebooks' order."""
+    by_name = {row["notebook"]: row for row in stored} | {row["notebook"]: row for row in new}
+    order = [path.name for path in notebook_paths()]
+    return [by_name[name] for name in order if name in by_name]
+
+
 def run(settings: Settings) -> dict:
     return {"notebooks": bench_notebooks(["00"] if settings.quick else None)}
 

@@ -54,6 +54,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check that every row runs")
     parser.add_argument("--skip-notebooks", action="store_true", help="leave out the notebook timings")
     parser.add_argument(
+        "--notebooks", nargs="+", metavar="NN", default=None,
+        help="section 7: time only these notebooks (03 or 03_positional_encoding), keeping the others' stored rows",
+    )  # fmt: skip
+    parser.add_argument(
         "--only", type=int, nargs="+", choices=range(1, 10), default=None,
         help="re-run only these sections (1-9) and keep the others from the existing results.json",
     )  # fmt: skip
@@ -85,6 +89,12 @@ def main() -> None:
         "machine": platform.machine(),
     }
     print(f"device {device.type}, torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
+    if args.notebooks:
+        wanted.discard(NOTEBOOK_SECTION)
+        print(notebook_times.TITLE, "(only " + ", ".join(args.notebooks) + ")", flush=True)
+        results["notebooks"] = notebook_times.merge_rows(
+            results.get("notebooks", []), notebook_times.bench_notebooks(args.notebooks)
+        )
     for section in SECTIONS:
         if wanted & set(section.SECTIONS):
             print(section.TITLE, flush=True)

@@ -156,3 +156,21 @@ def test_the_shipped_anchor_comparison_is_section_8_of_the_results():
     section = {key: results[key] for key in language_model.SECTION_KEYS if key in results}
     assert json.loads(language_model.ANCHOR.read_text()) == section
     assert language_model.ANCHOR.stat().st_size < 20_000
+
+
+def test_retimed_notebooks_replace_their_rows_and_keep_the_order():
+    from benchmarks.notebook_times import merge_rows
+
+    stored = [
+        {"notebook": "01_rnn_limits.ipynb", "seconds": 1.0},
+        {"notebook": "00_introduction.ipynb", "seconds": 2.0},
+    ]
+    new = [
+        {"notebook": "00_introduction.ipynb", "seconds": 3.0},
+        {"notebook": "15_gpt_from_scratch.ipynb", "seconds": 4.0},
+    ]
+    assert merge_rows(stored, new) == [
+        {"notebook": "00_introduction.ipynb", "seconds": 3.0},
+        {"notebook": "01_rnn_limits.ipynb", "seconds": 1.0},
+        {"notebook": "15_gpt_from_scratch.ipynb", "seconds": 4.0},
+    ]

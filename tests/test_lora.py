@@ -5,7 +5,14 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_course.training.lora import LoRALinear, add_lora, merge_lora, trainable_parameter_count
+from transformer_course.training.lora import (
+    LoRALinear,
+    add_lora,
+    lora_parameter_count,
+    merge_lora,
+    trainable_parameter_count,
+    trainable_state_dict,
+)
 
 
 class TwoLayers(nn.Module):
@@ -78,6 +85,42 @@ def test_lora_equals_the_peft_librarys_on_the_same_weights():
     x = torch.randn(4, 6)
     assert torch.allclose(ours(x), theirs(x), atol=1e-6)
     assert trainable_parameter_count(ours) == sum(p.numel() for p in theirs.parameters() if p.requires_grad)
+
+
+def test_the_count_from_shapes_equals_the_wrapped_models():
+    torch.manual_seed(0)
+    model = TwoLayers()
+    add_lora(model, ["w_in", "w_out"], rank=3)
+    shapes = [tuple(model.w_in.base.weight.shape), tuple(model.w_out.base.weight.shape)]  # (out, in) each
+    assert lora_parameter_count(shapes, 3) == trainable_parameter_count(model) == 3 * (6 + 10) + 3 * (10 + 4)
+    assert lora_parameter_count([], 3) == 0
+
+
+def test_what_has_to_be_saved_is_the_trainable_tensors():
+    torch.manual_seed(0)
+    model = TwoLayers()
+    add_lora(model, ["w_out"], rank=2)
+    saved = trainable_state_dict(model)
+    assert list(saved) == ["w_out.lora_a", "w_out.lora_b"]
+    assert sum(t.numel() for t in saved.values()) == trainable_parameter_count(model)
+    assert not any(t.requires_grad for t in saved.values())
+    tied = nn.Sequential(nn.Embedding(5, 3), nn.Linear(3, 5, bias=False))
+    tied[1].weight = tied[0].weight  # a tied weight is saved once
+    assert list(trainable_state_dict(tied)) == ["0.weight"]
+
+
+@pytest.mark.parametrize(
+    "shapes, rank, message",
+    [
+        ([(4, 3)], 0, "rank"),
+        ([(4, 3, 2)], 2, r"\(out_features, in_features\) of positive ints, got \(4, 3, 2\)"),
+        ([(4, 0)], 2, "positive ints"),
+        ([4], 2, "got 4"),
+    ],
+)
+def test_bad_shapes_for_the_count_are_named(shapes, rank, message):
+    with pytest.raises(ValueError, match=message):
+        lora_parameter_count(shapes, rank)
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,16 @@
 
 A linear layer y = x W^T becomes y = x W^T + (alpha / r) x A^T B^T, with A (r, in) and B (out, r). B starts at zero,
 so training starts from the pre-trained model exactly; A starts as ``nn.Linear`` would (Kaiming-uniform), as in the
-``peft`` library. Only A and B train: r (in + out) numbers per layer instead of in x out.
+``peft`` library. Only A and B train: r (in + out) numbers per layer instead of in x out. The factor alpha / r is
+Hu et al.'s; :class:`LoRALinear` says what it does and does not keep fixed when r changes.
 
 * :class:`LoRALinear`: one frozen ``nn.Linear`` with its update; :meth:`LoRALinear.merged` folds the update into the
   weight, W + (alpha / r) B A, a plain ``nn.Linear`` that computes the same with no extra work.
 * :func:`add_lora` puts a :class:`LoRALinear` in place of every ``nn.Linear`` whose name ends with one of the given
   names, and freezes everything else; :func:`merge_lora` undoes the wrapping with merged weights;
-  :func:`trainable_parameter_count` counts what training will update.
+  :func:`trainable_parameter_count` counts what training will update, :func:`trainable_state_dict` is what a
+  fine-tuned copy has to save, and :func:`lora_parameter_count` counts LoRA's numbers from the layers' shapes alone
+  (no model needed: a published model's shapes will do).
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ class LoRALinear(nn.Module):
     """A frozen linear layer plus a trainable low-rank update. x (..., in) -> (..., out).
 
     ``base``: the pre-trained ``nn.Linear`` (its weight and bias are frozen); ``rank``: r; ``alpha``: the update is
-    scaled by alpha / r, so that changing r does not change the size of the starting steps.
+    scaled by alpha / r. Hu et al. set alpha to the first r they tried and left it, a scale meant to reduce retuning
+    (of the learning rate above all) when r changes. It does not keep the update's size fixed: with Adam each entry of
+    B moves by about the learning rate per step whatever r is, an entry of B A sums r such moves, so (alpha / r) B A
+    shrinks about as 1 / sqrt(r) (rsLoRA, Kalajdzievski 2023, scales by alpha / sqrt(r) instead; notebook 17 measures
+    the first step).
     """
 
     def __init__(self, base: nn.Linear, rank: int, alpha: float = 1.0) -> None:
@@ -115,4 +122,32 @@ def trainable_parameter_count(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["LoRALinear", "add_lora", "merge_lora", "trainable_parameter_count"]
+def trainable_state_dict(model: nn.Module) -> dict[str, Tensor]:
+    """The tensors training updates, by name (detached): what a fine-tuned copy of a shared pre-trained model has
+    to save, since everything else is the pre-trained model's. A tied weight appears once."""
+    return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def lora_parameter_count(layer_shapes: Sequence[tuple[int, int]], rank: int) -> int:
+    """Numbers LoRA of rank r trains for linear layers of the given shapes, each ``(out_features, in_features)``
+    (the shape of ``nn.Linear.weight``): A (r, in) and B (out, r), r (in + out) per layer."""
+    checks.positive_int("rank", rank)
+    total = 0
+    for shape in layer_shapes:
+        if not (
+            isinstance(shape, tuple | list) and len(shape) == 2 and all(isinstance(n, int) and n > 0 for n in shape)
+        ):
+            raise ValueError(f"each layer shape must be (out_features, in_features) of positive ints, got {shape!r}")
+        out_features, in_features = shape
+        total += rank * (in_features + out_features)
+    return total
+
+
+__all__ = [
+    "LoRALinear",
+    "add_lora",
+    "lora_parameter_count",
+    "merge_lora",
+    "trainable_parameter_count",
+    "trainable_state_dict",
+]
