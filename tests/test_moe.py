@@ -126,6 +126,9 @@ def test_moe_language_model_differs_from_the_dense_one_only_in_its_feed_forward_
     assert [layer.d_ff for layer in moe_layers(moe)] == [24, 24]
     ids = torch.randint(0, 50, (3, 16))
     assert moe(ids).shape == (3, 16, 50)
+    for layer in moe_layers(moe):
+        torch.nn.init.zeros_(layer.router.weight)
+    moe(ids)
     # a zero router spreads the probabilities evenly, so each layer's balance loss is num_experts * sum f_i / E = 1
     assert torch.allclose(balance_loss(moe), torch.tensor(2.0))
     with pytest.raises(ValueError, match="style='llama'"):
@@ -159,3 +162,34 @@ def test_the_balance_loss_trains_the_router_and_is_not_recorded():
     # the first recorded loss is the cross-entropy of the same first batch, with or without the extra term
     assert runs[0.0][0][0] == pytest.approx(runs[1.0][0][0], abs=1e-6)
     assert not torch.equal(runs[0.0][1], runs[1.0][1])
+
+
+def test_the_router_starts_small_and_random_so_the_load_starts_roughly_even():
+    torch.manual_seed(0)
+    layer = MixtureOfExperts(64, 32, num_experts=8, top_k=2)
+    bound = 1 / math.sqrt(64)
+    assert layer.router.weight.abs().max() <= bound and layer.router.weight.std() > bound / 4
+    layer(torch.randn(4, 64, 64))
+    assert layer.last_routing.expert_share.min() > 0.05  # an even load gives 0.125 each
+
+
+def test_expert_choice_fills_every_expert_with_its_most_likely_tokens():
+    from transformer_course.exercises.mixture_of_experts import reference_expert_choice
+    from transformer_course.families.moe import expert_choice
+
+    probs = torch.randn(20, 4, generator=torch.Generator().manual_seed(3)).softmax(-1)
+    tokens, gates = expert_choice(probs, 5)
+    assert tokens.shape == gates.shape == (4, 5) and tokens.dtype == torch.long
+    assert torch.equal(gates, probs[tokens, torch.arange(4)[:, None]])
+    assert (gates[:, :-1] >= gates[:, 1:]).all()  # highest first
+    assert all(set(tokens[e].tolist()) == set(probs[:, e].topk(5).indices.tolist()) for e in range(4))
+    reference = reference_expert_choice(probs, 5)
+    assert torch.equal(tokens, reference[0]) and torch.equal(gates, reference[1])
+    tied = torch.full((6, 2), 0.5)
+    assert expert_choice(tied, 3)[0].tolist() == [[0, 1, 2], [0, 1, 2]]  # ties: the earlier token first
+    with pytest.raises(ValueError, match="capacity=7 is larger than the 6 tokens"):
+        expert_choice(tied, 7)
+    with pytest.raises(ValueError, match="capacity"):
+        expert_choice(tied, 0)
+    with pytest.raises(ValueError, match=r"\(tokens, num_experts\)"):
+        expert_choice(torch.rand(6), 2)

@@ -11,6 +11,8 @@ its ``top_k`` best experts (Switch Transformer, Mixtral; notebook 16).
   number dropped, and the load-balancing loss of Switch Transformer, ``num_experts * sum_i f_i P_i`` (f_i: the share
   of assignments expert i received, P_i: the mean router probability of expert i), which is 1 when the load is even
   and grows as the router favours a few experts.
+* :func:`expert_choice`: routing the other way round (Zhou et al., 2022): each expert takes the tokens it has the
+  highest probability for, so every queue is exactly full, while a token may get several experts or none.
 * :func:`moe_language_model`: the course's decoder-only language model with a mixture of experts in place of each
   block's feed-forward network; :func:`moe_layers` finds them and :func:`balance_loss` sums their auxiliary losses
   for training (``train_language_model(..., extra_loss=...)``).
@@ -54,8 +56,8 @@ class MixtureOfExperts(nn.Module):
 
     The experts' weights are stacked: ``w_gate`` and ``w_up`` (num_experts, d_model, d_ff), ``w_down``
     (num_experts, d_ff, d_model), so that one batched product runs every expert. Each expert is initialised as
-    ``nn.Linear`` would be (uniform within 1/sqrt(fan_in)); the router starts at zero, so every expert is equally
-    likely at first and the order of the experts breaks the ties.
+    ``nn.Linear`` would be (uniform within 1/sqrt(fan_in)), and so is the router: its small random weights spread the
+    tokens roughly evenly over the experts at first, so any imbalance that appears later is training's doing.
     """
 
     def __init__(
@@ -77,8 +79,7 @@ class MixtureOfExperts(nn.Module):
             raise ValueError(f"capacity_factor must be a number > 0 or None (no limit), got {capacity_factor!r}")
         self.d_model, self.d_ff, self.num_experts, self.top_k = d_model, d_ff, num_experts, top_k
         self.capacity_factor, self.renormalize = capacity_factor, renormalize
-        self.router = nn.Linear(d_model, num_experts, bias=False)
-        nn.init.zeros_(self.router.weight)
+        self.router = nn.Linear(d_model, num_experts, bias=False)  # nn.Linear's own init: uniform within 1/sqrt(d)
         self.w_gate = nn.Parameter(torch.empty(num_experts, d_model, d_ff))
         self.w_up = nn.Parameter(torch.empty(num_experts, d_model, d_ff))
         self.w_down = nn.Parameter(torch.empty(num_experts, d_ff, d_model))
@@ -167,6 +168,19 @@ class MixtureOfExperts(nn.Module):
         return f"d_model={self.d_model}, d_ff={self.d_ff}, num_experts={self.num_experts}, top_k={self.top_k}{capacity}"
 
 
+def expert_choice(probs: Tensor, capacity: int) -> tuple[Tensor, Tensor]:
+    """Expert-choice routing: probs (tokens, num_experts), a router's softmax over the experts -> (tokens
+    (num_experts, capacity) long, gates (num_experts, capacity)): row e holds the ``capacity`` tokens with the highest
+    probability for expert e, highest first, and those probabilities (ties: the earlier token first)."""
+    if not isinstance(probs, Tensor) or probs.dim() != 2:
+        raise ValueError(f"probs must be a (tokens, num_experts) tensor, got {getattr(probs, 'shape', probs)!r}")
+    checks.positive_int("capacity", capacity)
+    if capacity > probs.shape[0]:
+        raise ValueError(f"capacity={capacity} is larger than the {probs.shape[0]} tokens an expert can choose from")
+    order = torch.argsort(probs, dim=0, descending=True, stable=True)[:capacity]  # (capacity, num_experts)
+    return order.T.contiguous(), probs.gather(0, order).T.contiguous()
+
+
 def moe_language_model(
     config: LMConfig,
     vocab_size: int,
@@ -207,4 +221,4 @@ def balance_loss(model: nn.Module) -> Tensor:
     return torch.stack([layer.last_routing.balance_loss for layer in layers]).sum()
 
 
-__all__ = ["MixtureOfExperts", "Routing", "balance_loss", "moe_language_model", "moe_layers"]
+__all__ = ["MixtureOfExperts", "Routing", "balance_loss", "expert_choice", "moe_language_model", "moe_layers"]
