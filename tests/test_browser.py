@@ -2,8 +2,10 @@
 widget's figure must change. This is what nbval cannot check: that the widgets work for a reader.
 
 Skipped, with the reason, only when no Chromium or no Playwright is installed (.ci/run installs both).
-The screenshot goes to the test's temporary folder; with COURSE_SAVE_SCREENSHOTS=1 it also replaces
-figures/jupyterlab_widget.png for the README (so an ordinary test run leaves the committed figure alone).
+The screenshot goes to the test's temporary folder, with a record of what it shows (the notebook, the headings and
+exercise titles in view, the slider's value); with COURSE_SAVE_SCREENSHOTS=1 both also replace
+figures/jupyterlab_widget.png and figures/jupyterlab_widget.json for the README (so an ordinary test run leaves the
+committed figure alone). tests/test_readme.py checks that the recorded exercise titles are still notebook 04's.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 # a notebook whose first slider redraws a figure inside an Output widget
 WIDGET_NOTEBOOK = "04_scaled_dot_product_attention.ipynb"
 SCREENSHOT = ROOT / "figures" / "jupyterlab_widget.png"
+SCREENSHOT_RECORD = SCREENSHOT.with_suffix(".json")
 TOKEN = "course-browser-test"
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
@@ -58,6 +61,19 @@ def _wait_for(condition, timeout: float, what: str, interval: float = 0.5):
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+# The lab extensions that come with the course's requirements (JupyterLab's own are built in). Any other extension
+# installed in this environment (a teacher's nbgrader, say) is switched off in the test's server, so that the page, and
+# the README's screenshot, show what a learner's install shows.
+LEARNER_EXTENSIONS = {"@jupyter-widgets/jupyterlab-manager", "@jupyter-notebook/lab-extension", "jupyterlab_pygments"}
+
+
+def _other_lab_extensions() -> list[str]:
+    folder = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
+    found = [*folder.glob("*/package.json"), *folder.glob("@*/*/package.json")]
+    names = {json.loads(path.read_text(encoding="utf-8"))["name"] for path in found}
+    return sorted(names - LEARNER_EXTENSIONS)
+
+
 def _write_setting(settings_dir: Path, plugin: str, values: dict) -> None:
     path = settings_dir / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,6 +91,10 @@ def jupyterlab(tmp_path):
     _write_setting(settings, "apputils-extension/notification", {"fetchNews": "false"})  # no pop-up
     # render every cell (no virtual scrolling), so every input prompt is in the page
     _write_setting(settings, "notebook-extension/tracker", {"windowingMode": "none"})
+    labconfig = tmp_path / "config" / "labconfig"
+    labconfig.mkdir(parents=True)
+    disabled = {name: True for name in _other_lab_extensions()}
+    (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}))
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
@@ -103,6 +123,26 @@ def jupyterlab(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
         log.close()
+
+
+# What the page shows in its window: the text of the rendered markdown's headings and bold runs that are on screen and
+# not covered (the element found at a point of each of their boxes is the element itself or inside it). A heading's
+# text leaves out JupyterLab's anchor link (the pilcrow).
+IN_VIEW = """() => {
+  const onScreen = (el) => Array.from(el.getClientRects()).some((r) => {
+    if (r.bottom <= 0 || r.top >= window.innerHeight || r.right <= 0 || r.left >= window.innerWidth) return false;
+    const x = Math.min(Math.max(r.left + 2, 0), window.innerWidth - 1);
+    const y = (Math.max(r.top, 0) + Math.min(r.bottom, window.innerHeight)) / 2;
+    const hit = document.elementFromPoint(x, y);
+    return hit !== null && (hit === el || el.contains(hit));
+  });
+  const text = (el) => Array.from(el.childNodes)
+    .filter((n) => !(n.classList && n.classList.contains("jp-InternalAnchorLink")))
+    .map((n) => n.textContent).join("").trim();
+  const scope = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell .jp-RenderedMarkdown";
+  const inView = (selector) => Array.from(document.querySelectorAll(`${scope} ${selector}`)).filter(onScreen).map(text);
+  return {headings: inView(":is(h1, h2, h3, h4)"), bold: inView("strong")};
+}"""
 
 
 def _kernel_idle(base: str) -> bool:
@@ -171,6 +211,17 @@ def test_slider_redraws_the_figure_in_jupyterlab(jupyterlab, tmp_path):
         page.locator(".widget-slider").first.scroll_into_view_if_needed()
         shot = tmp_path / SCREENSHOT.name
         page.screenshot(path=str(shot))
-        if os.environ.get("COURSE_SAVE_SCREENSHOTS") == "1":
-            shutil.copy2(shot, SCREENSHOT)
+        in_view = page.evaluate(IN_VIEW)  # what the screenshot shows, read right after taking it
+        record = {
+            "notebook": WIDGET_NOTEBOOK,
+            "section_headings": in_view["headings"],
+            "exercise_headings": [t for t in in_view["bold"] if re.match(r"Exercise \d", t)],
+            "slider_value": readout.inner_text(),
+        }
+        (tmp_path / SCREENSHOT_RECORD.name).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         browser.close()
+    if os.environ.get("COURSE_SAVE_SCREENSHOTS") == "1":
+        # tests/test_readme.py checks these titles against the notebook: a record without any would check nothing
+        assert record["section_headings"] or record["exercise_headings"], f"no title in the screenshot: {record}"
+        shutil.copy2(shot, SCREENSHOT)
+        shutil.copy2(tmp_path / SCREENSHOT_RECORD.name, SCREENSHOT_RECORD)

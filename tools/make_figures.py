@@ -1,13 +1,24 @@
 """Regenerate every figure under figures/ that the README shows, deterministically.
 
-python -m tools.make_figures           # all figures
-python -m tools.make_figures --list    # their names
+A figure that illustrates a notebook is the one that notebook shows: drawn with the same package functions, settings
+and seeds as the notebook's cell (architecture is notebook 00's, gradient_decay notebook 01's computation,
+positional_encoding notebook 03's table, warmup_schedule notebook 09's two panels, alignment_map one of notebook 10's
+three maps), or, where the figure comes from a model the notebook itself trains, copied from the notebook's stored
+output (attention_heads, from notebook 05). tests/test_readme.py checks the copy and 01's numbers against the stored
+notebooks. Two figures come from records instead: language_model_curve from the shipped GPT's training history and
+benchmark section 8, benchmark_attention_scaling from benchmark section 4 (benchmarks/results.json).
+
+python -m tools.make_figures                       # all figures
+python -m tools.make_figures gradient_decay ...    # only these
+python -m tools.make_figures --list                # their names and notebooks
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,69 +26,106 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from transformer_course.core.decoding import cross_attention_maps, greedy_decode  # noqa: E402
 from transformer_course.core.positional import sinusoidal_table  # noqa: E402
-from transformer_course.prelude.rnn import RNNCell, chain_jacobians, rnn_step_jacobians, scaled_recurrent_weight  # noqa: E402
+from transformer_course.prelude.rnn import (  # noqa: E402
+    RNNCell,
+    chain_jacobians,
+    rnn_step_jacobians,
+    scaled_recurrent_weight,
+    spectral_norms,
+)
 from transformer_course.text.tasks import BOS_ID, make_batch  # noqa: E402
 from transformer_course.training.checkpoints import load_shipped_checkpoint  # noqa: E402
 from transformer_course.training.schedules import noam_lr  # noqa: E402
 from transformer_course.utils import seed_everything  # noqa: E402
-from transformer_course.viz import (  # noqa: E402
-    draw_architecture,
-    plot_attention,
-    plot_attention_heads,
-    scaling_figure,
-    set_style,
-)
+from transformer_course.viz import draw_architecture, plot_attention, scaling_figure, set_style  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES_DIR = ROOT / "figures"
+NOTEBOOKS_DIR = ROOT / "notebooks"
+
+# Notebook 01, section 3 (the cell that prints "||dS_T/dS_k|| for a tanh RNN, by distance T - k"): its probe RNN
+GRADIENT_SCALES = (0.5, 0.9, 1.0, 1.5, 2.0)
+T_PROBE, HIDDEN_PROBE, INPUT_PROBE = 60, 32, 8
 
 
-def positional_heatmap() -> Figure:
-    table = sinusoidal_table(100, 128)
-    fig, ax = plt.subplots(figsize=(9.0, 4.2))
-    sns.heatmap(table.numpy(), ax=ax, cmap="RdBu_r", vmin=-1, vmax=1, cbar_kws={"label": "PE value"})
-    ax.set_xlabel("dimension i (even: sin, odd: cos)")
-    ax.set_ylabel("position")
-    ax.set_xticks(range(0, 128, 16), range(0, 128, 16))
-    ax.set_yticks(range(0, 100, 10), range(0, 100, 10))
-    ax.set_title("Sinusoidal positional encoding, d_model = 128")
-    return fig
+def gradient_by_distance(nonlinearity: str = "tanh") -> dict[float, torch.Tensor]:
+    """Notebook 01's measurement, with its settings and seed: scale -> ||dS_T/dS_k|| for T - k = 0..60 (float64).
+
+    A float64 RNN of 32 units reads 60 random inputs of 8 numbers; its recurrent matrix is one random rotation (every
+    singular value 1) times the scale, its input matrix random, its biases zero. ``nonlinearity`` is "tanh" or
+    "identity" (the linear RNN, whose norms are exactly scale^(T-k)).
+    """
+    if nonlinearity not in ("tanh", "identity"):
+        raise ValueError(f"nonlinearity must be 'tanh' or 'identity', got {nonlinearity!r}")
+    g = torch.Generator().manual_seed(0)  # drawn in notebook 01's order: inputs, rotation, input matrix
+    x_probe = torch.randn(1, T_PROBE, INPUT_PROBE, generator=g, dtype=torch.float64)
+    w_rotation = scaled_recurrent_weight(HIDDEN_PROBE, 1.0, g).double()
+    u_probe = torch.randn(HIDDEN_PROBE, INPUT_PROBE, generator=g, dtype=torch.float64) / math.sqrt(INPUT_PROBE)
+    norms = {}
+    for scale in GRADIENT_SCALES:
+        cell = RNNCell(INPUT_PROBE, HIDDEN_PROBE, nonlinearity).double()
+        with torch.no_grad():
+            cell.weight_hh.copy_(w_rotation * scale)
+            cell.weight_ih.copy_(u_probe)
+            cell.bias_ih.zero_()
+            cell.bias_hh.zero_()
+        _, jacobians = rnn_step_jacobians(cell, x_probe)
+        norms[scale] = spectral_norms(chain_jacobians(jacobians))[0].flip(0)  # index = distance T - k
+    return norms
 
 
 def gradient_decay() -> Figure:
-    """||dS_T/dS_k|| of a tanh RNN against T - k, for recurrent weights with every singular value = scale."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    generator = torch.Generator().manual_seed(0)
-    x = torch.randn(1, 60, 16, generator=generator) * 0.5
-    for scale in (0.5, 0.9, 1.5, 3.0):
-        cell = RNNCell(16, 32)
-        with torch.no_grad():
-            cell.weight_hh.copy_(scaled_recurrent_weight(32, scale, generator))
-        _, jacobians = rnn_step_jacobians(cell, x)
-        norms = torch.linalg.matrix_norm(chain_jacobians(jacobians)[0], ord=2).flip(0)  # index = T - k
-        ax.semilogy(range(len(norms)), norms.clamp_min(1e-30).numpy(), label=f"scale {scale}")
-    ax.set_xlabel("distance T - k (time steps)")
-    ax.set_ylabel("||dS_T / dS_k|| (spectral norm)")
-    ax.set_title("Backpropagation through time in a tanh RNN")
-    ax.legend()
+    """Notebook 01's figure of section 3: ||dS_T/dS_k|| against T - k, for the tanh RNN and the linear one."""
+    tanh, linear = gradient_by_distance("tanh"), gradient_by_distance("identity")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.0), sharey=True)
+    for scale in GRADIENT_SCALES:
+        left.semilogy(tanh[scale].numpy(), label=f"scale {scale}")
+        right.semilogy(linear[scale].numpy(), label=f"scale {scale}")
+    for ax, title in ((left, "tanh RNN"), (right, "linear RNN: scale^(T-k)")):
+        ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
+        ax.set_xlabel("distance T - k (time steps)")
+        ax.set_title(title)
+    left.set_ylabel("||dS_T / dS_k||  (log scale)")
+    right.legend(title="singular values of W", fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def positional_heatmap() -> Figure:
+    """Notebook 03's table of section 2: 100 positions x 64 dimensions."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    image = ax.imshow(
+        sinusoidal_table(100, 64).numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest"
+    )
+    fig.colorbar(image, ax=ax, label="PE value")
+    ax.set_xlabel("dimension (even: sin, odd: cos)")
+    ax.set_ylabel("position")
+    ax.set_title("sinusoidal table (100 positions x 64 dimensions)")
+    ax.grid(False)
+    fig.tight_layout()
     return fig
 
 
 def warmup_schedule() -> Figure:
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    steps = range(1, 30_001)
-    for d_model, warmup in ((512, 4000), (512, 8000), (256, 4000)):
-        ax.plot(steps, [noam_lr(s, d_model, warmup) for s in steps], label=f"d_model {d_model}, warm-up {warmup}")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("learning rate")
-    ax.set_title("lr = d_model^-0.5 min(step^-0.5, step warmup^-1.5)")
-    ax.legend()
+    """Notebook 09's figure of the paper's schedule: three warm-ups at d_model 512, three widths at warm-up 4000."""
+    steps = range(1, 20001)
+    fig, axes = plt.subplots(1, 2, figsize=(11.0, 3.4), sharey=True)
+    for warmup in (1000, 4000, 8000):
+        axes[0].plot(steps, [noam_lr(s, 512, warmup) for s in steps], label=f"warmup {warmup}")
+    for d_model in (256, 512, 1024):
+        axes[1].plot(steps, [noam_lr(s, d_model, 4000) for s in steps], label=f"d_model {d_model}")
+    axes[0].set_title("d_model = 512")
+    axes[1].set_title("warmup = 4000")
+    for ax in axes:
+        ax.set_xlabel("step")
+        ax.legend()
+    axes[0].set_ylabel("learning rate")
+    fig.tight_layout()
     return fig
 
 
@@ -88,10 +136,15 @@ def _date_model():
     return load_shipped_checkpoint("date_model")
 
 
+# one of the three spellings whose maps notebook 10 draws in section 6
+ALIGNMENT_EXAMPLE = "WEDNESDAY, MARCH 3, 2021"
+
+
 def alignment_map() -> Figure:
+    """One map of notebook 10's section 6: the last decoder layer's cross-attention, averaged over its heads."""
     checkpoint = _date_model()
     model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
-    text = "Wednesday, March 3, 2021"
+    text = ALIGNMENT_EXAMPLE
     src = make_batch([(text, "")], src_vocab, tgt_vocab).src
     out = greedy_decode(model, src, max_len=20)
     n_out = int(out.lengths[0])
@@ -110,18 +163,26 @@ def alignment_map() -> Figure:
     return fig
 
 
-def attention_heads() -> Figure:
-    checkpoint = _date_model()
-    model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
-    text = "3rd of March 2021"
-    src = make_batch([(text, "")], src_vocab, tgt_vocab).src
-    with torch.no_grad():
-        model.encode(src)
-    weights = model.encoder.layers[-1].self_attention.attention_weights[0]  # (heads, len, len)
-    labels = [c if c != " " else "·" for c in text]
-    return plot_attention_heads(
-        weights, labels, labels, suptitle="Encoder self-attention heads (last layer) of the trained date model"
-    )
+def stored_notebook_image(notebook: str, cell_id: str) -> bytes:
+    """The first PNG that cell ``cell_id`` of notebooks/``notebook`` stored: the figure as the notebook shows it."""
+    cells = json.loads((NOTEBOOKS_DIR / notebook).read_text(encoding="utf-8"))["cells"]
+    cell = next((c for c in cells if c.get("id") == cell_id), None)
+    if cell is None:
+        raise ValueError(f"notebooks/{notebook} has no cell with id {cell_id!r}")
+    for output in cell.get("outputs", []):
+        image = output.get("data", {}).get("image/png")
+        if image:
+            return base64.b64decode("".join(image) if isinstance(image, list) else image)
+    raise ValueError(f"cell {cell_id!r} of notebooks/{notebook} stores no PNG image (execute the notebook first)")
+
+
+# notebook 05, section 4: the four heads of layer 0 of the model trained there, on one held-out sequence
+ATTENTION_HEADS_CELL = ("05_multi_head_attention.ipynb", "003271de")
+
+
+def attention_heads() -> bytes:
+    """Notebook 05's map of the four heads of layer 0 (three find the partner, one the previous token), copied."""
+    return stored_notebook_image(*ATTENTION_HEADS_CELL)
 
 
 def benchmark_attention_scaling() -> Figure | None:
@@ -179,8 +240,9 @@ def language_model_curve() -> Figure | None:
     return fig
 
 
-# name -> (function that draws it, the notebook that explains it)
-FIGURES: dict[str, tuple[Callable[[], Figure | None], str]] = {
+# name -> (function that draws it, the notebook that explains it); a function gives a figure, the bytes of a PNG
+# copied from a notebook, or None when its input does not exist yet
+FIGURES: dict[str, tuple[Callable[[], Figure | bytes | None], str]] = {
     "architecture": (draw_architecture, "00_introduction.ipynb"),
     "gradient_decay": (gradient_decay, "01_rnn_limits.ipynb"),
     "positional_encoding": (positional_heatmap, "03_positional_encoding.ipynb"),
@@ -192,7 +254,10 @@ FIGURES: dict[str, tuple[Callable[[], Figure | None], str]] = {
 }
 
 
-def save(fig: Figure, path: Path) -> None:
+def save(fig: Figure | bytes, path: Path) -> None:
+    if isinstance(fig, bytes):  # a notebook's stored PNG, written as it is
+        path.write_bytes(fig)
+        return
     # no software version in the PNG metadata, so the file changes only when the picture does
     fig.savefig(path, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
@@ -200,14 +265,20 @@ def save(fig: Figure, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="only these figures (default: all)")
     parser.add_argument("--list", action="store_true", help="list the figures and exit")
     args = parser.parse_args()
     if args.list:
         for name, (_, notebook) in FIGURES.items():
             print(f"{name}.png  (notebooks/{notebook})")
         return
+    unknown = [name for name in args.names if name not in FIGURES]
+    if unknown:
+        parser.error(f"no figure named {', '.join(unknown)}; the figures are {', '.join(FIGURES)}")
     FIGURES_DIR.mkdir(exist_ok=True)
     for name, (draw, _) in FIGURES.items():
+        if args.names and name not in args.names:
+            continue
         seed_everything(0)
         set_style()
         fig = draw()
