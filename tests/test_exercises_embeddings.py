@@ -112,6 +112,16 @@ def _minus_dropped(v, u_o, u_n):
     return towards + ((1 - torch.sigmoid(neg)) * u_n).sum(1)
 
 
+def _sigmoids_swapped(v, u_o, u_n):
+    pos, neg, _, _ = _parts(v, u_o, u_n)
+    return -torch.sigmoid(pos) * u_o + ((1 - torch.sigmoid(neg)) * u_n).sum(1)
+
+
+def _context_factor_minus_sigmoid(v, u_o, u_n):
+    pos, _, _, away = _parts(v, u_o, u_n)
+    return -torch.sigmoid(pos) * u_o + away
+
+
 def _no_noise(v, u_o, u_n):
     return _parts(v, u_o, u_n)[2]
 
@@ -131,8 +141,10 @@ GRADIENT_MISTAKES = {
     "noise treated like context": (_noise_like_context, "not sigmoid(s) - 1 = -sigmoid(-s)"),
     "sigmoid(-s) for noise": (_sigmoid_of_minus, "not sigmoid(s) - 1 = -sigmoid(-s)"),
     "minus of -s dropped on the noise term": (_minus_dropped, "drops the minus"),
+    "sigmoid(s) and 1 - sigmoid(s) swapped": (_sigmoids_swapped, "You swapped sigmoid(s) and 1 - sigmoid(s)"),
+    "context factor -sigmoid(s)": (_context_factor_minus_sigmoid, "not -sigmoid(s)"),
     "no noise words": (_no_noise, "Add the noise words"),
-    "noise terms subtracted": (_noise_subtracted, "added, not subtracted"),
+    "noise terms subtracted": (_noise_subtracted, "should be added, not subtracted"),
     "mean over noise words": (_mean_over_noise, "do not average"),
     "gradient of the batch mean": (lambda v, u_o, u_n: _autograd(v, u_o, u_n) / v.shape[0], "batch mean"),
     "update direction": (lambda v, u_o, u_n: -_autograd(v, u_o, u_n), "flipped everywhere"),
@@ -224,6 +236,9 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_cosine_matrix, COSINE_MISTAKES["columns normalised"], "你归一化的是列"),
         (ex.check_sgns_center_gradient, _sign_of_context, "符号反了"),
         (ex.check_sgns_center_gradient, _minus_dropped, "漏掉了对 -s（内层函数）求导带来的负号"),
+        (ex.check_sgns_center_gradient, _sigmoids_swapped, "你把 sigmoid(s) 和 1 - sigmoid(s) 用反了"),
+        (ex.check_sgns_center_gradient, _context_factor_minus_sigmoid, "而不是 -sigmoid(s)"),
+        (ex.check_sgns_center_gradient, _noise_subtracted, "噪声词的项应该加上，而不是减去"),
         (ex.check_sgns_center_gradient, _no_noise, "要加上噪声词的项"),
         (ex.check_sgns_center_gradient, _mean_over_noise, "而不是求平均"),
         (ex.check_nearest_words, _by_dot, "要按余弦相似度排序"),

@@ -1,6 +1,7 @@
 """The READMEs' promises hold, in English and in Chinese: their links resolve; the samples and numbers they quote
-are the notebooks' stored outputs; the reading and run times are the notebooks' and the benchmark's; every figure is
-the one its notebook shows; the screenshot shows what notebook 04 says now.
+are the notebooks' stored outputs (and so are the numbers notebook 00 quotes from notebook 15); the reading and run
+times are the notebooks' and the benchmark's, and each total is the sum of the rows as the table shows them; every
+figure is the one its notebook shows; the screenshot shows what notebook 04 says now.
 
 After re-timing or editing notebooks, ``python -m tests.test_readme --write`` (from the repository root) rewrites the
 README's times, in both languages; every other failure says what to change.
@@ -62,6 +63,25 @@ FACTS = [
         "239,439 parameters; trained for 1000 steps",
     ),
 ]
+# Numbers notebook 00 quotes from notebook 15's stored outputs, to say what its GPT's share of real words means:
+# (English phrase, Chinese phrase, text of 15's stored outputs)
+QUOTED_IN_00 = [
+    (
+        "not notebook 15's 90%",
+        "而不是笔记本 15 的 90%",
+        "holds: more than 90% of the generated words are words of the training text",
+    ),
+    (
+        "notebook 15 measures 61% for such a model",
+        "笔记本 15 测得这样的模型是 61%",
+        "bigram counts 61% of the words occur in the training text",
+    ),
+    (
+        "and 90% for this GPT when both draw from their predictions unchanged (temperature 1)",
+        "而这个 GPT 在两者都按原样的预测概率抽样（温度 1）时是 90%",
+        "shipped model, temperature 1.0 90% of the words occur in the training text",
+    ),
+]
 # What a gallery caption says that a notebook checks: figure -> (notebook, the check's line in its stored outputs)
 FIGURE_CLAIMS = {
     "attention_heads": (
@@ -103,29 +123,35 @@ def markdown_of(notebook: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------- times, generated
+def run_seconds(size: NotebookSize) -> int:
+    """A notebook's run time as its row shows it: whole seconds."""
+    if size.seconds is None:
+        raise ValueError(f"benchmarks/results.json has no run time of {size.name}: python -m benchmarks.run --only 7")
+    return int(f"{size.seconds:.0f}")
+
+
 def time_cells(language: str, size: NotebookSize) -> str:
     """The last two cells of a notebook's row: its reading minutes and its run seconds."""
     minutes, seconds = UNITS[language]
-    if size.seconds is None:
-        raise ValueError(f"benchmarks/results.json has no run time of {size.name}: python -m benchmarks.run --only 7")
-    return f"| {round(size.reading_minutes)} {minutes} | {size.seconds:.0f} {seconds} |"
+    return f"| {round(size.reading_minutes)} {minutes} | {run_seconds(size)} {seconds} |"
 
 
 def paths_text(language: str, sizes: dict[str, NotebookSize]) -> str:
-    """The sentence between the course-paths markers: the reading time of each path, the run time of all."""
+    """The sentence between the course-paths markers: the reading time of each path, the run time of all. Each total
+    is the sum of the table's rows as they are shown (whole minutes, whole seconds), so that a reader's sum agrees."""
     core = sum(round(sizes[n].reading_minutes) for n in CORE_PATH)
     full = sum(round(size.reading_minutes) for size in sizes.values())
     if any(size.seconds is None for size in sizes.values()):
         raise ValueError("benchmarks/results.json lacks some notebooks: python -m benchmarks.run --only 7")
-    run = sum(size.seconds for size in sizes.values())
+    run = sum(run_seconds(size) for size in sizes.values())
     if language == "en":
         return (
             f"Reading time: the core path {core:,} min (about {round(core / 60)} hours), the full course {full:,} min "
-            f"(about {round(full / 60)} hours). Run time, all {len(sizes)} notebooks: {run:.0f} s."
+            f"(about {round(full / 60)} hours). Run time, all {len(sizes)} notebooks: {run:,} s."
         )
     return (
         f"阅读时间：核心路线 {core:,} 分钟（约 {round(core / 60)} 小时），完整课程 {full:,} 分钟"
-        f"（约 {round(full / 60)} 小时）。全部 {len(sizes)} 个笔记本的运行时间：{run:.0f} 秒。"
+        f"（约 {round(full / 60)} 小时）。全部 {len(sizes)} 个笔记本的运行时间：{run:,} 秒。"
     )
 
 
@@ -199,8 +225,8 @@ def test_what_the_readme_says_about_run_times_is_the_benchmarks(language, sizes)
 
 
 def test_contributing_gives_the_benchmarks_total(sizes):
-    total = sum(s.seconds for s in sizes.values())
-    assert f"{total:.0f} s in all" in CONTRIBUTING.read_text(encoding="utf-8"), f"CONTRIBUTING: {total:.0f} s in all"
+    total = sum(run_seconds(s) for s in sizes.values())  # the sum of the rows as the README's table shows them
+    assert f"{total} s in all" in CONTRIBUTING.read_text(encoding="utf-8"), f"CONTRIBUTING: {total} s in all"
 
 
 # ------------------------------------------------------------------------------------- quoted from the notebooks
@@ -228,9 +254,21 @@ def test_each_quoted_number_is_in_its_notebooks_stored_outputs(english, chinese,
     assert chinese in flat(readme("zh")), f"README.zh-CN.md should say {chinese!r}"
 
 
+@pytest.mark.parametrize("english, chinese, stored", QUOTED_IN_00)
+def test_what_notebook_00_quotes_from_notebook_15_is_in_its_stored_outputs(english, chinese, stored):
+    assert any(stored in flat(text) for text in stored_outputs("15_gpt_from_scratch.ipynb")), (
+        f"notebooks/15_gpt_from_scratch.ipynb no longer prints {stored!r}: notebook 00 quotes it"
+    )
+    assert english in flat(markdown_of("00_introduction.ipynb")), f"notebook 00 should say {english!r}"
+    assert chinese in flat(markdown_of("zh/00_introduction.ipynb")), f"notebook 00 (zh) should say {chinese!r}"
+
+
 def test_the_readme_names_the_size_of_the_pretrained_install():
-    """About 92 MB: the installed package's files (the weights are 90,868,376 bytes of them)."""
+    """About 92 MB: the installed package's files (the weights are 90,868,376 bytes of them). Notebook 00's install
+    instructions say the same, in both languages."""
     assert "about 92 MB once installed" in flat(readme("en")) and "安装后约 92 MB" in flat(readme("zh"))
+    assert "about 92 MB once installed" in flat(markdown_of("00_introduction.ipynb"))
+    assert "安装后约 92 MB" in flat(markdown_of("zh/00_introduction.ipynb"))
     spec = importlib.util.find_spec(PRETRAINED_PACKAGE)
     if spec is None or spec.origin is None:
         pytest.skip(f"{PRETRAINED_PACKAGE} is not installed (pip install -e '.[pretrained]')")
@@ -367,6 +405,10 @@ def test_the_generated_times():
     # core: 20 + 8 x 4 = 52 min; full: 53 min; run: 3.4 + 8 x 60 + 200 = 683.4 s
     assert paths_text("en", sizes).startswith("Reading time: the core path 52 min (about 1 hours), the full course 53")
     assert paths_text("zh", sizes).endswith("全部 10 个笔记本的运行时间：683 秒。")
+    # the run total is the sum of the rows as shown: 9 x 3 s, where the unrounded sum, 23.4 s, would print 23
+    short = {n: NotebookSize(f"{n}_d.ipynb", 120, 0, 2.6) for n in CORE_PATH}
+    assert {time_cells("en", s) for s in short.values()} == {"| 1 min | 3 s |"}
+    assert paths_text("en", short).endswith("Run time, all 9 notebooks: 27 s.")
     text = f"| 00 | [A](notebooks/00_a.ipynb) | what | 1 min | 1 s |\nx {PATHS_START}\nold\n{PATHS_END} y"
     new = with_times("en", text, sizes)
     assert new.startswith("| 00 | [A](notebooks/00_a.ipynb) | what | 20 min | 3 s |") and "old" not in new

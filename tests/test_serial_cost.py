@@ -112,5 +112,17 @@ def test_time_layers_times_every_length_and_the_table_shows_them(layers, work):
     assert set(times.ms) == {("product", 4)} | {(name, n) for name in ("RNN", "attention") for n in LENGTHS}
     assert all(ms >= 0 for ms in times.ms.values())
     table = times.table().splitlines()
-    assert len(table) == 2 + len(LENGTHS) + 4
-    assert table[-1] == f"RNN: each further step adds {work.rnn_calls_per_step:g} operator calls"
+    assert len(table) == 2 + len(LENGTHS) + 1
+    assert [line.split()[0] for line in table[2:-1]] == [str(n) for n in LENGTHS]
+    assert table[-1].startswith("n = 4: the RNN's multiply-adds as one matrix product and tanh: ")
+
+
+def test_the_calls_table_lists_every_length_and_what_the_calls_are(work):
+    lines = work.calls_table().splitlines()
+    assert len(lines) == 2 + len(LENGTHS) + 4
+    attention = work.num_calls("attention", 4)
+    for line, n in zip(lines[2:], LENGTHS):
+        assert line.split() == [str(n), str(work.num_calls("RNN", n)), str(attention)]
+    assert lines[-4] == "n = 4: the RNN's multiply-adds as one matrix product and tanh: 2 operator calls"
+    assert lines[-3].startswith(f"attention at every n: {attention} operator calls, ")
+    assert lines[-1] == f"RNN: each further step adds {work.rnn_calls_per_step:g} operator calls"

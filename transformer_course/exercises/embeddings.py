@@ -135,6 +135,26 @@ def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) 
             ),
         ),
         (
+            -torch.sigmoid(pos) * u_o + ((1 - torch.sigmoid(neg)) * u_n).sum(1),
+            tr(
+                "you swapped sigmoid(s) and 1 - sigmoid(s): the true context word's factor is sigmoid(s_o) - 1 "
+                "= -(1 - sigmoid(s_o)), each noise word's is +sigmoid(s_i). Differentiate -log sigmoid(s) and "
+                "-log sigmoid(-s) again with sigmoid'(s) = sigmoid(s) (1 - sigmoid(s)).",
+                "你把 sigmoid(s) 和 1 - sigmoid(s) 用反了：真实上下文词的系数是 "
+                "sigmoid(s_o) - 1 = -(1 - sigmoid(s_o))，每个噪声词的系数是 +sigmoid(s_i)。"
+                "请用 sigmoid'(s) = sigmoid(s) (1 - sigmoid(s)) 重新对 -log sigmoid(s) 和 -log sigmoid(-s) 求导。",
+            ),
+        ),
+        (
+            -torch.sigmoid(pos) * u_o + away,
+            tr(
+                "the true context word's factor is d/ds [-log sigmoid(s)] = -(1 - sigmoid(s)) = sigmoid(s) - 1, not "
+                "-sigmoid(s): sigmoid'(s) / sigmoid(s) = 1 - sigmoid(s).",
+                "真实上下文词的系数是 d/ds [-log sigmoid(s)] = -(1 - sigmoid(s)) = sigmoid(s) - 1，而不是 "
+                "-sigmoid(s)：sigmoid'(s) / sigmoid(s) = 1 - sigmoid(s)。",
+            ),
+        ),
+        (
             towards + ((torch.sigmoid(neg) - 1) * u_n).sum(1),  # equal to towards - sum sigmoid(-s_n) u_n
             tr(
                 "the noise words' term: d/ds [-log sigmoid(-s)] = +sigmoid(s), not sigmoid(s) - 1 = -sigmoid(-s) "
@@ -162,10 +182,10 @@ def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) 
         (
             towards - away,
             tr(
-                "the noise words' terms are added, not subtracted: their loss -log sigmoid(-s) grows with "
+                "the noise words' terms should be added, not subtracted: their loss -log sigmoid(-s) grows with "
                 "s = u_n . v_c, so its gradient +sigmoid(s) u_n points towards u_n (a step against it moves v_c away "
                 "from the noise).",
-                "噪声词的项是加上去的，不是减掉的：它们的损失 -log sigmoid(-s) 随 s = u_n . v_c 增大而增大，"
+                "噪声词的项应该加上，而不是减去：它们的损失 -log sigmoid(-s) 随 s = u_n . v_c 增大而增大，"
                 "所以它的梯度 +sigmoid(s) u_n 指向 u_n（沿它的反方向走一步会让 v_c 远离噪声词）。",
             ),
         ),

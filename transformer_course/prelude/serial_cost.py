@@ -4,11 +4,12 @@ The notebook shows the idea (the paper's Table 1: $n$ sequential steps against a
 bookkeeping, so that the notebook's cells stay short:
 
 * :func:`count_layer_work`: for a batch of sequences at each length, the FLOPs of each layer's matrix products and the
-  PyTorch operator calls it makes, both counted from the shapes (the same on every machine), in a :class:`LayerWork`;
+  PyTorch operator calls it makes, both counted from the shapes (the same on every machine with the same PyTorch), in
+  a :class:`LayerWork`, whose :meth:`~LayerWork.flops_table` and :meth:`~LayerWork.calls_table` print them;
 * :func:`check_operator_calls`: the claims section 2 makes about the calls, each checked with
   :func:`~transformer_course.claims.check` (prints ``holds: ...``, raises when one fails);
 * :func:`time_layers`: each layer's time at each length, the layers taking turns, best of several repeats, in a
-  :class:`LayerTimes` whose :meth:`~LayerTimes.table` prints the times beside the operator calls;
+  :class:`LayerTimes` whose :meth:`~LayerTimes.table` prints them;
 * :func:`report_times`: what the clock showed on this run, reported with :func:`~transformer_course.claims.observe`
   (``seen on this run`` or ``not seen on this run``), never raised: times depend on the machine and its load.
 
@@ -89,6 +90,26 @@ class LayerWork:
         for n in self.lengths:
             r, a = self.flops["RNN", n], self.flops["attention", n]
             lines.append(f"{n:>6} {r:>13,} {a:>15,} {a / r:>14.2f}")
+        return "\n".join(lines)
+
+    def calls_table(self) -> str:
+        """The operator calls of both layers at every length, then what they are made of: the calls of one product
+        doing the RNN's multiply-adds at the shortest length, the matrix products among each layer's calls, and the
+        calls each further step adds to the RNN."""
+        first = self.lengths[0]
+        lines = [
+            f"PyTorch operator calls of one forward pass, batch of {self.batch} sequences, d = {self.d}",
+            f"{'n':>6} {'RNN':>7} {'attention':>10}",
+        ]
+        lines += [f"{n:>6} {self.num_calls('RNN', n):>7} {self.num_calls('attention', n):>10}" for n in self.lengths]
+        lines += [
+            f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: "
+            f"{self.num_calls('product', first)} operator calls",
+            f"attention at every n: {self.num_calls('attention', first)} operator calls, "
+            f"{self.products('attention', first)}",
+            f"RNN at n = {first}: {self.num_calls('RNN', first)} operator calls, {self.products('RNN', first)}",
+            f"RNN: each further step adds {self.rnn_calls_per_step:g} operator calls",
+        ]
         return "\n".join(lines)
 
 
@@ -172,7 +193,7 @@ def check_operator_calls(work: LayerWork) -> None:
 @dataclass(frozen=True)
 class LayerTimes:
     """What :func:`time_layers` measured: ``ms[name, n]``, the best time of one call of layer ``name`` at length
-    ``n`` in milliseconds (and ``ms["product", lengths[0]]`` for the single product), with the counts beside."""
+    ``n`` in milliseconds (and ``ms["product", lengths[0]]`` for the single product), with the counts they go with."""
 
     work: LayerWork
     ms: dict[tuple[str, int], float]
@@ -183,27 +204,18 @@ class LayerTimes:
         return ratio(self.ms["attention", n], self.ms["RNN", n])
 
     def table(self) -> str:
-        """The times (and the RNN's time per step), attention's over the RNN's, and the operator calls of both."""
+        """The times (and the RNN's time per step), attention's over the RNN's, and the single product's time."""
         work, first = self.work, self.work.lengths[0]
         lines = [
-            f"{'':>6} {f'time on this thread, best of {self.repeats}':>58}   {'operator calls':>18}",
-            f"{'n':>6} {'RNN (ms)':>10} {'RNN per step (us)':>18} {'attention (ms)':>15} {'attention/RNN':>12}   "
-            f"{'RNN':>7} {'attention':>10}",
+            f"time on this thread, best of {self.repeats}",
+            f"{'n':>6} {'RNN (ms)':>10} {'RNN per step (us)':>18} {'attention (ms)':>15} {'attention/RNN':>14}",
         ]
         for n in work.lengths:
             r, a = self.ms["RNN", n], self.ms["attention", n]
-            lines.append(
-                f"{n:>6} {r:>10.2f} {1000 * r / n:>18.1f} {a:>15.2f} {self.attention_over_rnn(n):>12.2f}   "
-                f"{work.num_calls('RNN', n):>7} {work.num_calls('attention', n):>10}"
-            )
-        lines += [
-            f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: {self.ms['product', first]:.2f} ms, "
-            f"{work.num_calls('product', first)} operator calls",
-            f"attention at every n: {work.num_calls('attention', first)} operator calls, "
-            f"{work.products('attention', first)}",
-            f"RNN at n = {first}: {work.num_calls('RNN', first)} operator calls, {work.products('RNN', first)}",
-            f"RNN: each further step adds {work.rnn_calls_per_step:g} operator calls",
-        ]
+            lines.append(f"{n:>6} {r:>10.2f} {1000 * r / n:>18.1f} {a:>15.2f} {self.attention_over_rnn(n):>14.2f}")
+        lines.append(
+            f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: {self.ms['product', first]:.2f} ms"
+        )
         return "\n".join(lines)
 
 
