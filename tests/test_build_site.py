@@ -9,22 +9,39 @@ import json
 import re
 
 import nbformat
+import pytest
+import yaml
 
 from tools.build_site import (
     COLAB_BADGE,
     ENGLISH_GUIDE_PAGE,
+    MAX_SLIDE_LINES,
+    MAX_SLIDE_WORDS,
     PLAYGROUND_MAX_BYTES,
     PLAYGROUND_SOURCE,
+    SITE_SOURCE,
+    TEACHING_PAGES,
     ZH_GLOSSARY,
+    ZH_GUIDE,
     chinese_landing_page,
     chinese_notebooks,
+    chinese_teaching_pages,
+    deck_notebook,
+    deck_slide_sizes,
     default_slide_type,
     english_chapters,
+    existing_toc,
     file_script,
     glossary_search_words,
     gzip_base64,
     link_decks,
+    link_english_docs,
     link_untranslated_to_english,
+    notebook_slide_sizes,
+    public_toc,
+    stage_chinese_book,
+    teacher_files_in,
+    toc_files,
     with_slide_metadata,
 )
 from tools.course_notebooks import notebook_paths
@@ -263,3 +280,88 @@ def test_the_playground_is_in_the_site_and_under_10_mb(built_site):
     assert 'href="../playground/index.html"' in english, "the landing page does not link the playground"
     assert 'href="../../playground/index.zh-CN.html"' in chinese, "the Chinese landing page does not link its page"
     assert (built_site / "zh" / "site" / "../../playground/index.zh-CN.html").resolve().is_file()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The decks: slides a projector shows (tests/test_slides.py checks how they are laid out)
+
+CDN = re.compile(r"(https?:)?//[^\"'\s]*(unpkg|jsdelivr|cdnjs|mathjax\.org|googleapis|cloudflare|cdn\.)", re.I)
+
+
+def test_every_deck_of_the_site_fits_a_projector(built_site):
+    """Every slide of every deck of both books, measured on its HTML: at most MAX_SLIDE_WORDS words and
+    MAX_SLIDE_LINES lines, and as many slides as the notebook laid out for it has; no deck names a CDN (its maths and
+    reveal.js come from the book's _static/)."""
+    sources = {("slides", p.stem): p for p in notebook_paths()}
+    sources.update({("zh/slides", p.stem): p for p in chinese_notebooks()})
+    for (folder, stem), source in sources.items():
+        page = (built_site / folder / f"{stem}.slides.html").read_text(encoding="utf-8")
+        sizes = deck_slide_sizes(page)
+        assert len(sizes) == len(notebook_slide_sizes(deck_notebook(source))), f"{folder}/{stem}"
+        too_large = [(i, size) for i, size in enumerate(sizes) if not size.fits()]
+        assert not too_large, f"{folder}/{stem}: over {MAX_SLIDE_WORDS} words or {MAX_SLIDE_LINES} lines: {too_large}"
+        assert not CDN.search(page), f"{folder}/{stem} names a CDN"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The teachers' pages are on the site once they exist; the teacher's material (teacher/) never is
+
+
+def test_the_teaching_pages_are_in_the_table_of_contents_once_they_exist(tmp_path):
+    toc = yaml.safe_load((SITE_SOURCE / "_toc.yml").read_text(encoding="utf-8"))
+    teaching = next(part for part in toc["parts"] if part["caption"] == "Teaching and measuring")
+    assert {f"docs/{name}" for name in TEACHING_PAGES} <= {c["file"] for c in teaching["chapters"]}
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "lab_kit.md").write_text("# Lab kit\n", encoding="utf-8")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "00_introduction.ipynb").write_text("{}", encoding="utf-8")
+    kept = toc_files(existing_toc(toc, tmp_path))
+    assert "docs/lab_kit" in kept and "docs/grading" not in kept and "docs/instructor_guide" not in kept
+    assert "notebooks/00_introduction" in kept and "notebooks/01_rnn_limits" not in kept
+    (tmp_path / "docs" / "grading.zh-CN.md").write_text("# 评分\n", encoding="utf-8")
+    assert chinese_teaching_pages(tmp_path / "docs") == [ZH_GUIDE, tmp_path / "docs" / "grading.zh-CN.md"]
+
+
+def test_a_chinese_teaching_page_links_the_english_page_of_the_english_book():
+    text = "[English](instructor_guide.md#6) · [中文](lab_kit.zh-CN.md) · [x](no_such_page.md)"
+    assert link_english_docs(text) == (
+        f'<a href="{ENGLISH_GUIDE_PAGE}#6">English</a> · [中文](lab_kit.zh-CN.md) · [x](no_such_page.md)'
+    )
+
+
+def test_no_table_of_contents_lists_teacher_material(tmp_path):
+    english = yaml.safe_load((SITE_SOURCE / "_toc.yml").read_text(encoding="utf-8"))
+    stage_chinese_book(tmp_path / "zh", chinese_notebooks()[:1])
+    chinese = yaml.safe_load((tmp_path / "zh" / "_toc.yml").read_text(encoding="utf-8"))
+    for toc in (english, chinese):
+        files = toc_files(toc)
+        assert len(files) > 2 and not [f for f in files if f.split("/")[0] == "teacher"]
+        assert public_toc(toc) == toc
+    assert toc_files(chinese)[-len(chinese_teaching_pages()) :] == [f"docs/{p.stem}" for p in chinese_teaching_pages()]
+    assert not list((tmp_path / "zh").rglob("teacher")), "the Chinese book's sources hold a teacher/ folder"
+    leaky = {"root": "site/index", "parts": [{"chapters": [{"file": "docs/lab_kit"}, {"file": "teacher/assignments"}]}]}
+    with pytest.raises(ValueError, match="teacher/assignments"):
+        public_toc(leaky)
+    config = yaml.safe_load((SITE_SOURCE / "_config.yml").read_text(encoding="utf-8"))
+    assert "teacher" in config["exclude_patterns"]
+
+
+def test_teacher_files_are_found_wherever_a_build_copies_them(tmp_path):
+    teacher, site = tmp_path / "teacher", tmp_path / "site"
+    teacher.mkdir()
+    (teacher / "key.py").write_text("ANSWER = 42\n", encoding="utf-8")
+    (site / "_downloads" / "0a1b").mkdir(parents=True)
+    (site / "docs").mkdir()
+    (site / "docs" / "lab_kit.html").write_text("<p>ANSWER = 41</p>", encoding="utf-8")
+    assert teacher_files_in(site, teacher) == []
+    (site / "_downloads" / "0a1b" / "renamed.py").write_text("ANSWER = 42\n", encoding="utf-8")
+    (site / "teacher").mkdir()
+    (site / "teacher" / "assignments.html").write_text("<p>keys</p>", encoding="utf-8")
+    assert sorted(p.name for p in teacher_files_in(site, teacher)) == ["assignments.html", "renamed.py"]
+
+
+def test_the_built_site_holds_no_teacher_material(built_site):
+    assert teacher_files_in(built_site) == []
+    for book in (built_site, built_site / "zh"):
+        docnames, _ = _search_index(book)
+        assert not [d for d in docnames if d.startswith("teacher")], "a page of the site comes from teacher/"

@@ -1,9 +1,15 @@
 """Plots shared by the notebooks: one style, attention heatmaps with token labels, the architecture diagram, labels
-that do not collide on a scatter plot."""
+that do not collide on a scatter plot.
+
+The style has a projector setting for teaching in a hall: ``set_style("projector")``, or the environment variable
+``TRANSFORMER_COURSE_STYLE=projector`` for every notebook's own ``set_style()`` call. It draws the same plots larger
+and sharper (see :func:`set_style`); it is off unless asked for, and the notebooks' stored outputs are drawn without it.
+"""
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -17,16 +23,60 @@ from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 from torch import Tensor
 
+STYLES = ("notebook", "projector")
+STYLE_VARIABLE = "TRANSFORMER_COURSE_STYLE"  # the style set_style() picks when it is not given one
+PROJECTOR_DPI = 120  # figures on screen in the projector style (notebook style: 90); saved ones PROJECTOR_SAVE_DPI
+PROJECTOR_SAVE_DPI = 150  # (notebook style: 110)
+PROJECTOR_SCALE = 1.5  # the projector style's text, and the figures this module sizes, against the notebook style
+PROJECTOR_MIN_FONT = 14.0  # points: no text the course's plots write is smaller in the projector style
+_style = "notebook"  # the style set last by set_style()
 
-def set_style() -> None:
+
+def set_style(style: str | None = None) -> None:
     """The course's one plotting style: white grid, readable font sizes, a fixed figure size and DPI.
+
+    ``style`` is "notebook" (the default) or "projector", for teaching with a projector: the same plots, drawn at
+    :data:`PROJECTOR_DPI` dpi instead of 90 (saved at 150 instead of 110), in seaborn's "talk" context (text and
+    lines 1.5 times the notebook context's: ticks 16.5 pt, labels and titles 18 pt), every size the plots of this
+    module set themselves 1.5 times larger and at least :data:`PROJECTOR_MIN_FONT` (14) points, and the figures they
+    size themselves 1.5 times larger, so that their layout keeps room for the text. None (no argument) takes the
+    style from the environment variable ``TRANSFORMER_COURSE_STYLE`` ("notebook" when it is unset), so a teacher
+    who starts JupyterLab with ``TRANSFORMER_COURSE_STYLE=projector`` gets every notebook's figures for the
+    projector from the ``set_style()`` call the notebook already makes.
 
     Inside IPython it also shows figures as images only, without the text line "<Figure size ...>" that
     Jupyter stores beside each image (a machine-specific object repr in the committed outputs).
     """
-    sns.set_theme(style="whitegrid", context="notebook")
-    plt.rcParams.update({"figure.figsize": (6.4, 4.0), "figure.dpi": 90, "savefig.dpi": 110, "axes.titlesize": 12})
+    global _style
+    where = f" (the environment variable {STYLE_VARIABLE})" if style is None else ""
+    style = os.environ.get(STYLE_VARIABLE, "notebook") if style is None else style
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {STYLES}, got {style!r}{where}")
+    _style = style
+    projector = style == "projector"
+    sns.set_theme(style="whitegrid", context="talk" if projector else "notebook")
+    plt.rcParams.update(
+        {
+            "figure.figsize": (6.4, 4.0),
+            "figure.dpi": PROJECTOR_DPI if projector else 90,
+            "savefig.dpi": PROJECTOR_SAVE_DPI if projector else 110,
+            "axes.titlesize": 12 * PROJECTOR_SCALE if projector else 12,
+        }
+    )
     _hide_figure_text_repr()
+
+
+def _font(size: float) -> float:
+    """A font size (points) this module sets: as given in the notebook style; in the projector style
+    :data:`PROJECTOR_SCALE` times larger and at least :data:`PROJECTOR_MIN_FONT`."""
+    return max(PROJECTOR_MIN_FONT, PROJECTOR_SCALE * size) if _style == "projector" else size
+
+
+def _size(width: float, height: float) -> tuple[float, float]:
+    """A figure size (inches) this module sets: as given in the notebook style, :data:`PROJECTOR_SCALE` times
+    larger in the projector style."""
+    scale = PROJECTOR_SCALE if _style == "projector" else 1.0
+    return (width * scale, height * scale)
 
 
 def _hide_figure_text_repr() -> None:
@@ -60,7 +110,7 @@ def plot_attention(
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} has {len(labels)} labels, expected {n}")
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.45 * len_k + 2.0, 0.4 * len_q + 1.2))
+        _, ax = plt.subplots(figsize=_size(0.45 * len_k + 2.0, 0.4 * len_q + 1.2))
     sns.heatmap(
         weights.detach().cpu().float().numpy(),
         ax=ax,
@@ -85,7 +135,7 @@ def plot_attention(
 
 def _box(ax: Axes, x: float, y: float, w: float, h: float, text: str, color: str) -> None:
     ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.08", fc=color, ec="0.25"))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=9)
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=_font(9))
 
 
 def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float]) -> None:
@@ -98,7 +148,7 @@ def draw_architecture() -> Figure:
     Each sub-layer (attention or feed-forward) has a residual connection: the arrow that goes around it, from
     its input to the "Add & LayerNorm" box above it, which computes LayerNorm(x + sublayer(x)).
     """
-    fig, ax = plt.subplots(figsize=(8.8, 8.6))
+    fig, ax = plt.subplots(figsize=_size(8.8, 8.6))
     ax.set_xlim(-0.7, 11.7)
     ax.set_ylim(0.3, 12.2)
     ax.axis("off")
@@ -130,8 +180,8 @@ def draw_architecture() -> Figure:
     ax.add_patch(
         FancyBboxPatch((0.3, 3.15), 4.2, encoder_top - 2.75, boxstyle="round,pad=0.1", fc="none", ec="0.5", ls="--")
     )
-    ax.text(0.1, (3.15 + encoder_top + 0.4) / 2, "N x", ha="right", va="center", fontsize=11)
-    ax.text(1.55, encoder_top + 0.15, "Encoder", ha="center", va="bottom", fontsize=11, weight="bold")
+    ax.text(0.1, (3.15 + encoder_top + 0.4) / 2, "N x", ha="right", va="center", fontsize=_font(11))
+    ax.text(1.55, encoder_top + 0.15, "Encoder", ha="center", va="bottom", fontsize=_font(11), weight="bold")
     # decoder (right), residual arrows on its right
     decoder_top = stack(
         decoder_x,
@@ -147,13 +197,15 @@ def draw_architecture() -> Figure:
             (decoder_x - 0.6, 3.15), 4.2, decoder_top - 2.75, boxstyle="round,pad=0.1", fc="none", ec="0.5", ls="--"
         )
     )
-    ax.text(decoder_x + width + 0.9, (3.15 + decoder_top + 0.4) / 2, "x N", ha="left", va="center", fontsize=11)
-    ax.text(decoder_x + 0.65, decoder_top + 0.15, "Decoder", ha="center", va="bottom", fontsize=11, weight="bold")
+    ax.text(decoder_x + width + 0.9, (3.15 + decoder_top + 0.4) / 2, "x N", ha="left", va="center", fontsize=_font(11))
+    ax.text(
+        decoder_x + 0.65, decoder_top + 0.15, "Decoder", ha="center", va="bottom", fontsize=_font(11), weight="bold"
+    )
     # inputs
     for x, label in ((encoder_x, "source tokens"), (decoder_x, "target tokens, shifted right")):
         middle = x + width / 2
         _box(ax, x - 0.15, 1.6, width + 0.3, 0.7, "Embedding x sqrt(d_model)\n+ positional encoding", embed)
-        ax.text(middle, 0.85, label, ha="center", va="center", fontsize=10)
+        ax.text(middle, 0.85, label, ha="center", va="center", fontsize=_font(10))
         _arrow(ax, (middle, 1.05), (middle, 1.6))
         ax.plot([middle, middle], [2.3, 3.4], color="0.25", lw=1.2)
     # the encoder's output (memory) enters every decoder layer's cross-attention as keys and values
@@ -162,24 +214,24 @@ def draw_architecture() -> Figure:
         [encoder_x + width, 5.1, 5.1], [encoder_top - short / 2, encoder_top - short / 2, cross_y], color="0.25", lw=1.2
     )
     _arrow(ax, (5.1, cross_y), (decoder_x, cross_y))
-    ax.text(5.2, cross_y - 0.12, "encoder\noutput\n(K, V)", fontsize=9, ha="left", va="top")
+    ax.text(5.2, cross_y - 0.12, "encoder\noutput\n(K, V)", fontsize=_font(9), ha="left", va="top")
     # output layer
     middle = decoder_x + width / 2
     _box(ax, decoder_x, decoder_top + 0.9, width, 0.5, "Linear + softmax", out)
     _arrow(ax, (middle, decoder_top), (middle, decoder_top + 0.9))
     _arrow(ax, (middle, decoder_top + 1.4), (middle, decoder_top + 1.8))
-    ax.text(middle, decoder_top + 1.95, "next-token probabilities", ha="center", va="bottom", fontsize=10)
+    ax.text(middle, decoder_top + 1.95, "next-token probabilities", ha="center", va="bottom", fontsize=_font(10))
     ax.text(
         -0.6,
         0.35,
         "Each arrow that goes around a sub-layer is a residual connection: Add & LayerNorm computes "
         "LayerNorm(x + sublayer(x)).",
-        fontsize=8.5,
+        fontsize=_font(8.5),
         ha="left",
         va="bottom",
         color="0.3",
     )
-    ax.set_title("The Transformer (Vaswani et al., 2017)", fontsize=12)
+    ax.set_title("The Transformer (Vaswani et al., 2017)", fontsize=_font(12))
     return fig
 
 
@@ -203,12 +255,12 @@ def plot_position_pair(table: Tensor, pos_a: int, pos_b: int, dims: tuple[int, i
     cosine = float((a @ b) / (a.norm() * b.norm()))
     shown = slice(first, last + 1)
     index = list(range(first, last + 1))
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8.0, 4.6), sharex=True, height_ratios=(3, 2))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=_size(8.0, 4.6), sharex=True, height_ratios=(3, 2))
     top.plot(index, a[shown].numpy(), "o", ms=5, label=f"PE({pos_a})")
     top.plot(index, b[shown].numpy(), "x", ms=6, mew=1.5, label=f"PE({pos_b})")
     top.set_ylim(-1.15, 1.15)
     top.set_ylabel("value")
-    top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
+    top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=_font(9))
     top.set_title(
         f"positions {pos_a} and {pos_b} (offset {abs(pos_b - pos_a)}): dot product {float(a @ b):.2f}, "
         f"cosine {cosine:.3f} over all {d_model} dims"
@@ -243,13 +295,13 @@ def plot_softmax_row(
     weights = (scores.detach().cpu().double() / temperature).softmax(dim=-1)
     entropy = float(-(weights * weights.clamp_min(1e-300).log()).sum())
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.55 * len(labels) + 2.0, 3.0))
+        _, ax = plt.subplots(figsize=_size(0.55 * len(labels) + 2.0, 3.0))
     ax.bar(range(len(labels)), weights.numpy(), color=sns.color_palette("viridis", len(labels)))
     ax.set_xticks(range(len(labels)), list(labels), rotation=45, ha="right")
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("attention weight")
     heading = f"T = {temperature:.2f}: max weight {float(weights.max()):.2f}, entropy {entropy:.2f} nats"
-    ax.set_title(f"{title}\n{heading}" if title else heading, fontsize=10)
+    ax.set_title(f"{title}\n{heading}" if title else heading, fontsize=_font(10))
     return ax
 
 
@@ -276,7 +328,7 @@ def plot_attention_heads(
     if len(titles) != heads:
         raise ValueError(f"got {len(titles)} titles for {heads} heads")
     size = 0.28 * max(len_q, len_k) + 0.9
-    fig, axes = plt.subplots(1, heads, figsize=(size * heads + 1.2, size + 0.6), squeeze=False)
+    fig, axes = plt.subplots(1, heads, figsize=_size(size * heads + 1.2, size + 0.6), squeeze=False)
     for h, ax in enumerate(axes[0]):
         sns.heatmap(
             weights[h].detach().cpu().float().numpy(),
@@ -289,14 +341,14 @@ def plot_attention_heads(
             xticklabels=list(key_labels),
             yticklabels=list(query_labels) if h == 0 else False,
         )
-        ax.set_title(titles[h], fontsize=10)
+        ax.set_title(titles[h], fontsize=_font(10))
         ax.set_xlabel("key")
-        ax.tick_params(axis="x", rotation=90, labelsize=8)
-        ax.tick_params(axis="y", rotation=0, labelsize=8)
+        ax.tick_params(axis="x", rotation=90, labelsize=_font(8))
+        ax.tick_params(axis="y", rotation=0, labelsize=_font(8))
     axes[0][0].set_ylabel("query")
     fig.colorbar(axes[0][-1].collections[0], ax=list(axes[0]), label="attention weight", fraction=0.03, pad=0.02)
     if suptitle:
-        fig.suptitle(suptitle, fontsize=11)
+        fig.suptitle(suptitle, fontsize=_font(11))
     return fig
 
 
@@ -320,7 +372,7 @@ def plot_masks(
     query_labels = [str(i) for i in range(len_q)] if query_labels is None else list(query_labels)
     key_labels = [str(j) for j in range(len_k)] if key_labels is None else list(key_labels)
     size = 0.3 * max(len_q, len_k) + 1.0
-    fig, axes = plt.subplots(1, n, figsize=(size * n + 0.4, size + 0.5), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=_size(size * n + 0.4, size + 0.5), squeeze=False)
     for i, ax in enumerate(axes[0]):
         sns.heatmap(
             masks[i].detach().cpu().int().numpy(),
@@ -335,13 +387,13 @@ def plot_masks(
             xticklabels=key_labels,
             yticklabels=query_labels if i == 0 else False,
         )
-        ax.set_title(titles[i], fontsize=10)
+        ax.set_title(titles[i], fontsize=_font(10))
         ax.set_xlabel("key position")
-        ax.tick_params(axis="x", rotation=0, labelsize=8)
-        ax.tick_params(axis="y", rotation=0, labelsize=8)
+        ax.tick_params(axis="x", rotation=0, labelsize=_font(8))
+        ax.tick_params(axis="y", rotation=0, labelsize=_font(8))
     axes[0][0].set_ylabel("query position")
     legend = "blue: may attend, grey: blocked"
-    fig.suptitle(f"{suptitle}\n({legend})" if suptitle else legend, fontsize=11)
+    fig.suptitle(f"{suptitle}\n({legend})" if suptitle else legend, fontsize=_font(11))
     fig.tight_layout()
     return fig
 
@@ -356,7 +408,8 @@ def label_points(
     """Write each label near its point of a scatter plot without covering a point or another label (notebook 02).
 
     xy: (n, 2) data coordinates of the points, already drawn on ``ax``; labels: n strings; colors: n text colours
-    (default: the style's text colour). Each label goes to the first spot, on rings of growing radius around its
+    (default: the style's text colour); fontsize: in points (the projector style enlarges it, see
+    :func:`set_style`). Each label goes to the first spot, on rings of growing radius around its
     point (16 directions a ring, up and to the right first), that lies inside the axes, covers no point and no label
     written before, and whose line to its point crosses no label (in a crowd that leaves no such spot, the line may
     cross one). A label beyond the first ring gets a thin grey line to its point. Set the axes limits (e.g.
@@ -373,6 +426,7 @@ def label_points(
         raise ValueError(f"got {len(colors)} colors for {n} points")
     if not fontsize > 0:
         raise ValueError(f"fontsize must be above 0, got {fontsize}")
+    fontsize = _font(fontsize)  # larger in the projector style
     fig = ax.figure
     fig.canvas.draw()  # fixes the axes limits, so that data coordinates can be turned into pixels
     renderer, frame, px_per_pt = fig.canvas.get_renderer(), ax.get_window_extent(), fig.dpi / 72
@@ -434,7 +488,7 @@ def scaling_figure(rows: list[dict]) -> Figure:
     rows: the "scaling" rows of ``benchmarks/results.json`` (one per n, keys as ``benchmarks/attention_scaling.py``
     writes them).
     """
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=_size(10, 3.8))
     ns = [r["n"] for r in rows]
     methods = (("written_out", "written out (scores materialised)"), ("sdpa", "F.scaled_dot_product_attention"))
     for method, label in methods:
@@ -446,7 +500,7 @@ def scaling_figure(rows: list[dict]) -> Figure:
         ax.set_yscale("log")
         ax.set_xlabel("sequence length n (tokens)")
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=_font(8))
     ax_t.set_title("attention time against n")
     ax_m.set_title("attention memory against n")
     fig.tight_layout()
