@@ -280,7 +280,7 @@ def main() -> None:
         if args.names and name not in args.names:
             continue
         seed_everything(0)
-        set_style()
+        set_style("notebook")  # the committed figures, whatever TRANSFORMER_COURSE_STYLE says
         fig = draw()
         if fig is None:
             print(f"figures/{name}.png: skipped (no input for it yet)")
