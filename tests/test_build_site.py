@@ -15,8 +15,6 @@ import yaml
 from tools.build_site import (
     COLAB_BADGE,
     ENGLISH_GUIDE_PAGE,
-    MAX_SLIDE_LINES,
-    MAX_SLIDE_WORDS,
     PLAYGROUND_MAX_BYTES,
     PLAYGROUND_SOURCE,
     SITE_SOURCE,
@@ -27,8 +25,6 @@ from tools.build_site import (
     chinese_notebooks,
     chinese_teaching_pages,
     deck_notebook,
-    deck_slide_sizes,
-    default_slide_type,
     english_chapters,
     existing_toc,
     file_script,
@@ -37,7 +33,6 @@ from tools.build_site import (
     link_decks,
     link_english_docs,
     link_untranslated_to_english,
-    notebook_slide_sizes,
     public_toc,
     stage_chinese_book,
     teacher_files_in,
@@ -45,6 +40,7 @@ from tools.build_site import (
     with_slide_metadata,
 )
 from tools.course_notebooks import notebook_paths
+from tools.slides import MAX_SLIDE_LINES, MAX_SLIDE_WORDS, deck_slide_sizes, default_slide_type, notebook_slide_sizes
 from tools.translations import CJK
 
 # an attribute that makes the browser fetch something when the page is shown (links the reader clicks are fine)

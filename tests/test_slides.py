@@ -20,14 +20,17 @@ import nbformat
 import pytest
 
 from tools.build_site import (
-    CUT,
-    MAX_SLIDE_LINES,
-    MAX_SLIDE_WORDS,
     build_slides,
     chinese_notebooks,
     copy_browser_libraries,
-    cut_block,
     deck_notebook,
+)
+from tools.course_notebooks import NOTEBOOKS, notebook_paths
+from tools.slides import (
+    CUT,
+    MAX_SLIDE_LINES,
+    MAX_SLIDE_WORDS,
+    cut_block,
     deck_slide_sizes,
     markdown_plain,
     notebook_slide_sizes,
@@ -35,7 +38,6 @@ from tools.build_site import (
     slide_notebook,
     wrapped_lines,
 )
-from tools.course_notebooks import NOTEBOOKS, notebook_paths
 
 DECKS = notebook_paths() + chinese_notebooks()
 FENCE = re.compile(r"^\s*(```|~~~)")
