@@ -78,7 +78,7 @@ QUOTED_IN_00 = [
     ),
     (
         "and 90% for this GPT when both draw from their predictions unchanged (temperature 1)",
-        "而这个 GPT 在两者都按原样的预测概率抽样（温度 1）时是 90%",
+        "而这个 GPT 在两者都按原样的预测概率采样（温度 1）时是 90%",
         "shipped model, temperature 1.0 90% of the words occur in the training text",
     ),
 ]

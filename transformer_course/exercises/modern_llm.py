@@ -265,7 +265,7 @@ def _check_kv_cache(fn: Callable[[DecoderShape, int, int, int], int | float]) ->
                 8.0,
                 tr(
                     "that is 8 times too big: the size is in bytes, not bits",
-                    "大了 8 倍：大小的单位是字节，而不是比特",
+                    "这是正确大小的 8 倍：大小的单位是字节，而不是比特",
                 ),
             ),
             (
