@@ -421,7 +421,7 @@ def test_the_generated_times():
 
 def main() -> int:
     if sys.argv[1:] != ["--write"]:
-        print("python -m tests.test_readme --write   # rewrite the READMEs' reading and run times")
+        print("python -m tests.test_readme --write   # the READMEs and CONTRIBUTING: reading, run times")
         return 2
     sizes = notebook_sizes()
     for language, path in READMES.items():
@@ -430,6 +430,12 @@ def main() -> int:
         if new != text:
             path.write_text(new, encoding="utf-8")
             print(f"rewrote {path.relative_to(ROOT)}")
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    total = sum(run_seconds(s) for s in sizes.values())
+    new = re.sub(r"\d+ s in all", f"{total} s in all", text)
+    if new != text:
+        CONTRIBUTING.write_text(new, encoding="utf-8")
+        print("rewrote CONTRIBUTING.md")
     return 0
 
 
