@@ -4,37 +4,47 @@ The unit tests run no notebook of the course (the release check's test runs two 
 test releases notebook 04 as an nbgrader assignment pinned to a tag, writes seven synthetic submissions (right,
 wrong, crashing, one that runs past a 15-second limit, one that calls the reference solutions, one that calls the
 package function the exercise asks for, one that imports teacher material) as a flat folder of ``<student>.ipynb``
-files, collects them, grades them with nbgrader's autograde, and compares the results table with the expected one.
+files, collects them, grades them with nbgrader's autograde two at a time (``jobs=2``), and compares the results table
+with the expected one; one of them is then graded again in this process, as ``jobs=1`` does.
 """
 
 from __future__ import annotations
 
 import ast
-import copy
 import csv
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from tools.course_notebooks import colab_setup_block, notebook_paths, repository_url
-from tools.grader import course
+from tools.course_notebooks import ROOT, colab_badge, colab_setup_block, notebook_paths, repository_url
+from tools.grader import course, throughput
 from tools.grader.assignment import Plan, build_source
 from tools.grader.budget import TimeBudget, is_learner_cell
 from tools.grader.catalogue import all_checkers, find_exercises
 from tools.grader.collect import collect
 from tools.grader.flags import is_teacher_path, submission_flags
 from tools.grader.forbidden import DROP_IN, FORBIDDEN, resolve
-from tools.grader.grading import grade
-from tools.grader.pinning import check_ref, pin_setup_cell, pinned_badge, pinned_setup_block
+from tools.grader.grading import autograde, check_jobs, grade, points
+from tools.grader.lecture import copy_folder, pin_course, pin_notebook
+from tools.grader.pinning import (
+    check_ref,
+    check_repo_url,
+    course_setup_block,
+    github_url,
+    pin_setup_cell,
+    pinned_badge,
+    pinned_setup_block,
+)
 from tools.grader.release import check_source, release
 from tools.grader.results import format_table, table_rows
 from tools.grader.slicing import cell_names, code_hints, needed_cells
-from tools.grader.verdicts import Verdict, verdict_of
+from tools.grader.verdicts import Verdict, notebook_verdicts, verdict_of
 
 NOTEBOOK = notebook_paths(["04"])[0]
 ASSIGNMENT = NOTEBOOK.stem
 REF = "v2026.12"
+FORK = "https://github.com/a-teacher/transformer-course"
 
 
 # ------------------------------------------------------------------------------------------------ the catalogue
@@ -132,6 +142,129 @@ def test_a_ref_that_is_not_a_usable_tag_is_refused(ref: str) -> None:
         check_ref(ref)
 
 
+def test_the_defaults_of_the_setup_block_and_the_badge_are_what_the_notebooks_hold() -> None:
+    # the optional parameters spelt out give what the notebooks have (tests/test_notebook_conventions.py checks them)
+    assert colab_setup_block(NOTEBOOK.name, None, None) == colab_setup_block(NOTEBOOK.name)
+    url = repository_url()
+    assert colab_badge(NOTEBOOK.name, "main", url, "notebooks") == colab_badge(NOTEBOOK.name)
+    assert f"{url.removeprefix('https://github.com/')}/blob/main/notebooks/{NOTEBOOK.name})" in colab_badge(
+        NOTEBOOK.name
+    )
+    with pytest.raises(ValueError, match="ref cannot hold"):
+        colab_setup_block(NOTEBOOK.name, ref='v1"; import os')
+
+
+def test_a_fork_is_pinned_and_a_setup_cell_is_recognised_whatever_it_names() -> None:
+    block = pinned_setup_block(NOTEBOOK.name, REF, FORK)
+    assert f'REPO_URL = "{FORK}"' in block and 'git+{REPO_URL}@v2026.12"' in block
+    assert pinned_badge(NOTEBOOK.name, REF, FORK).endswith(f"/a-teacher/transformer-course/blob/{REF}/notebooks/04_"
+                                                           f"{NOTEBOOK.name[3:]})")  # fmt: skip
+    cell = nbformat.read(NOTEBOOK, as_version=4).cells[1].source
+    assert course_setup_block(cell, NOTEBOOK.name) == colab_setup_block(NOTEBOOK.name)
+    # a clone whose pyproject.toml names a fork (the notebooks name the course's repository): the cell is still
+    # recognised, and pinned to the repository asked for
+    forked = cell.replace(repository_url(), FORK)
+    assert pin_setup_cell(forked, NOTEBOOK.name, REF).startswith(pinned_setup_block(NOTEBOOK.name, REF))
+    # a notebook pinned once already (a class copy, a term branch) is pinned again to another tag
+    once = pin_setup_cell(cell, NOTEBOOK.name, REF, FORK)
+    again = pin_setup_cell(once, NOTEBOOK.name, "v2027.06")
+    assert again == pin_setup_cell(cell, NOTEBOOK.name, "v2027.06") and again.endswith(
+        cell[len(colab_setup_block(NOTEBOOK.name)) :]
+    )
+
+
+@pytest.mark.parametrize(
+    "remote",
+    [
+        "https://github.com/a-teacher/transformer-course",
+        "https://github.com/a-teacher/transformer-course.git",
+        "git@github.com:a-teacher/transformer-course.git",
+        "ssh://git@github.com/a-teacher/transformer-course.git",
+        "https://a-teacher:ghp_SECRET@github.com/a-teacher/transformer-course.git\n",
+    ],
+)
+def test_a_github_remote_gives_the_repositorys_https_url(remote: str) -> None:
+    assert github_url(remote) == FORK
+
+
+def test_a_repository_that_is_not_on_github_is_refused_without_its_token() -> None:
+    with pytest.raises(ValueError, match="not a GitHub repository") as error:
+        github_url("https://me:glpat_SECRET@gitlab.com/me/transformer-course.git")
+    assert "SECRET" not in str(error.value)
+    for url in (
+        "http://github.com/a/b",
+        "https://github.com/a",
+        "https://github.com/a/b.git",
+        "https://github.com/a/{b}",
+    ):
+        with pytest.raises(ValueError, match="--repo must be a GitHub repository"):
+            check_repo_url(url)
+
+
+# -------------------------------------------------------------------------------------- the lecture notebooks
+def test_a_pinned_lecture_notebook_differs_from_the_course_in_its_badge_and_setup_only() -> None:
+    for language, source in (("en", NOTEBOOK), ("zh", NOTEBOOK.parent / "zh" / NOTEBOOK.name)):
+        course_notebook = nbformat.read(source, as_version=4)
+        pinned = pin_notebook(course_notebook, NOTEBOOK.name, REF, FORK, "class", language)
+        where = NOTEBOOK.name if language == "en" else f"zh/{NOTEBOOK.name}"
+        badge = f"https://colab.research.google.com/github/a-teacher/transformer-course/blob/{REF}/class/{where})"
+        assert badge in pinned.cells[0].source and "/blob/main/" not in pinned.cells[0].source
+        first = pinned.cells[0].source.replace(pinned_badge(where, REF, FORK, "class"), colab_badge(where))
+        assert first == course_notebook.cells[0].source
+        block = pinned_setup_block(NOTEBOOK.name, REF, FORK)
+        setup = pinned.cells[1].source
+        assert setup.startswith(block)
+        assert colab_setup_block(NOTEBOOK.name) + setup[len(block) :] == course_notebook.cells[1].source
+        changed = [i for i, (a, b) in enumerate(zip(course_notebook.cells, pinned.cells)) if a != b]
+        assert changed == [0, 1] and len(pinned.cells) == len(course_notebook.cells)
+        assert pinned.metadata == course_notebook.metadata
+
+
+def test_a_class_copy_outside_the_clone_has_both_editions_and_no_badge(tmp_path: Path) -> None:
+    done = pin_course(REF, tmp_path / "class", ("en", "zh"), ["04", "14"])
+    names = sorted(p.relative_to(tmp_path / "class").as_posix() for p in done.written)
+    assert names == sorted([NOTEBOOK.name, "14_pretrained_encoder.ipynb", f"zh/{NOTEBOOK.name}",
+                            "zh/14_pretrained_encoder.ipynb"])  # fmt: skip
+    assert done.folder is None
+    for path in done.written:
+        notebook = nbformat.read(path, as_version=4)
+        assert "colab-badge" not in notebook.cells[0].source and notebook.cells[0].source.startswith("# ")
+        assert "@v2026.12" in notebook.cells[1].source
+    assert (
+        'transformer-course[pretrained] @ git+{REPO_URL}@v2026.12"'
+        in nbformat.read(tmp_path / "class" / "14_pretrained_encoder.ipynb", as_version=4).cells[1].source
+    )
+    assert copy_folder(ROOT / "class") == "class"  # inside the clone the badges open the copy at the tag
+    for wrong in (ROOT, ROOT / "notebooks", ROOT / "notebooks" / "zh"):
+        with pytest.raises(ValueError, match="--out"):
+            copy_folder(wrong)
+
+
+def test_the_reports_say_what_is_left_to_do_with_the_tag(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tools.grader import lecture, pinning
+    from tools.grader import release as release_module
+
+    copy = lecture.PinnedCopy((tmp_path / "04_x.ipynb",), "class")
+    monkeypatch.setattr(lecture, "ref_is_local_tag", lambda ref: False)
+    assert "git add class && git commit" in lecture.report(copy, REF, tmp_path)
+    monkeypatch.setattr(lecture, "ref_is_local_tag", lambda ref: True)
+    monkeypatch.setattr(lecture, "tag_holds", lambda ref, path: path == "class/04_x.ipynb")
+    assert "warning" not in lecture.report(copy, REF, tmp_path)
+    monkeypatch.setattr(lecture, "tag_holds", lambda ref, path: False)
+    assert "does not hold class/04_x.ipynb, so the badges open nothing" in lecture.report(copy, REF, tmp_path)
+    assert "no Colab badge" in lecture.report(lecture.PinnedCopy(copy.written, None), REF, tmp_path)
+
+    monkeypatch.setattr(pinning, "origin_url", lambda: FORK)
+    monkeypatch.setattr(release_module, "ref_is_local_tag", lambda ref: True)
+    notes = release_module.tag_notes(REF, repository_url())
+    assert notes[0] == f"pinned to {REF} of {repository_url()}"
+    assert notes[1:] == [f"note: the notebooks install from {repository_url()}; this clone's origin is {FORK} "
+                         "(give --repo origin to use it)"]  # fmt: skip
+    assert release_module.tag_notes(REF, FORK) == [f"pinned to {REF} of {FORK}"]
+    assert pinning.resolve_repo("origin") == FORK and pinning.resolve_repo(None) == repository_url()
+    assert pinning.resolve_repo(FORK + ".git") == FORK
+
+
 # --------------------------------------------------------------------------------------------------- the budget
 def _cell(**nbgrader: object) -> dict:
     return {"metadata": {"nbgrader": nbgrader}} if nbgrader else {"metadata": {}}
@@ -198,21 +331,7 @@ def test_collect_refuses_bad_names_and_files(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ end to end
-RIGHT = {
-    "answer-4_1": "def my_attention(q, k, v):\n"
-    "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
-    "    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))\n"
-    "    w = e / e.sum(dim=-1, keepdim=True)\n"
-    "    return w @ v, w",
-    "answer-4_2": "def my_attention_entropy(weights):\n"
-    "    safe = torch.where(weights > 0, weights, torch.ones_like(weights))\n"
-    "    return -(weights * torch.log(safe)).sum(dim=-1)",
-    "answer-4_3": "def my_queries(w_q):\n"
-    "    w_q = w_q.clone()\n"
-    '    w_q[features.index("action"), space.index("thing")] = 5.0\n'
-    '    w_q[features.index("seeks person"), space.index("thing")] = 5.0\n'
-    "    return w_q",
-}
+RIGHT = throughput.RIGHT  # right answers to 4.1, 4.2 and 4.3, by nbgrader cell id
 SUBMISSIONS: dict[str, dict[str, str]] = {
     "ada": RIGHT,  # right
     "ben": {  # wrong: no scaling; the entropy's sign; 4.3 left as released
@@ -260,15 +379,7 @@ EXPECTED = [
 ]
 
 
-def _submission(released: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
-    notebook = copy.deepcopy(released)
-    for cell in notebook.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell.source = answers[grade_id]
-    if "added" in answers:
-        notebook.cells.insert(3, nbformat.v4.new_code_cell(answers["added"]))
-    return notebook
+_submission = throughput.synthetic_submission
 
 
 @pytest.fixture(scope="module")
@@ -340,6 +451,33 @@ def test_flags_follow_every_way_of_reaching_a_name(released: Path) -> None:
     assert is_teacher_path("teachers/a.md") and is_teacher_path("x.teacher_keys") and not is_teacher_path("teaching.x")
 
 
+def test_the_evasions_teacher_grader_limits_lists_go_unflagged(released: Path) -> None:
+    """teacher/grader_limits.md says which uses the flags miss; each of them is missed (if one starts being flagged,
+    that page is out of date)."""
+    import inspect
+
+    from transformer_course.exercises.attention import reference_attention
+
+    student_version = _student_version(released)
+    pasted = inspect.getsource(reference_attention).replace("def reference_attention(", "def my_attention(")
+    evasions = {
+        "a reference solution's body pasted": pasted,
+        "a name put together at run time": "import transformer_course.exercises.attention as ex\n\n\n"
+        'def my_attention(q, k, v):\n    return getattr(ex, "refer" + "ence_attention")(q, k, v)',
+        "torch's softmax, which 4.1's prompt forbids": "def my_attention(q, k, v):\n"
+        "    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)\n    return w @ v, w",
+        "torch's own attention": "def my_attention(q, k, v):\n"
+        "    out = F.scaled_dot_product_attention(q, k, v)\n    return out, None",
+    }
+    for what, source in evasions.items():
+        notebook = _submission(student_version, {"answer-4_1": source})
+        assert submission_flags(notebook, student_version, ["4.1", "4.2", "4.3"]) == [], what
+    for name in ("grader_limits.md", "grader_limits.zh-CN.md"):
+        text = (ROOT / "teacher" / name).read_text(encoding="utf-8")
+        assert '"refer" + "ence_attention"' in text and "torch.softmax" in text, name
+        assert "F.scaled_dot_product_attention" in text, name
+
+
 def test_grading_synthetic_submissions_gives_the_expected_table(released: Path, tmp_path: Path, capsys) -> None:
     student_version = _student_version(released)
     inbox = tmp_path / "inbox"
@@ -348,7 +486,7 @@ def test_grading_synthetic_submissions_gives_the_expected_table(released: Path, 
         nbformat.write(_submission(student_version, answers), inbox / f"{student}.ipynb")
     assert collect(inbox, released, ASSIGNMENT) == sorted(SUBMISSIONS)
 
-    rows, numbers = grade(released, timeout=15, teacher_timeout=600)
+    rows, numbers = grade(released, timeout=15, teacher_timeout=600, jobs=2)
 
     with capsys.disabled():
         print("\n" + format_table(rows, numbers))
@@ -362,6 +500,19 @@ def test_grading_synthetic_submissions_gives_the_expected_table(released: Path, 
     assert details[("dee", "4.3")]["detail"] == "the time limit ran out in the test cell (CellTimeoutError)"
     graded = nbformat.read(released / "autograded" / "dee" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
     assert any(o.get("ename") == "CellTimeoutError" for c in graded.cells if c.cell_type == "code" for o in c.outputs)
+
+    # teacher/grader_limits.md's search for a torch function that a prompt forbids finds ben's 4.1, and only that
+    calls = [p.parts[-3] for p in sorted((released / "autograded").glob(f"*/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"))]
+    assert len(calls) == 7
+    assert [s for s in calls if "torch.softmax(" in (released / "autograded" / s / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+            .read_text(encoding="utf-8")] == ["ben"]  # fmt: skip
+
+    # one submission graded again as jobs=1 does, in this process: the same verdicts and points
+    assert autograde(released, ASSIGNMENT, 15, 600, student="ben")["success"]
+    again = nbformat.read(released / "autograded" / "ben" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    ben = next(row for row in rows if row.student == "ben")
+    assert notebook_verdicts(again, ["4.1", "4.2", "4.3"]) == {n: ben.verdicts[n] for n in ("4.1", "4.2", "4.3")}
+    assert points(released, ASSIGNMENT, "ben") == 0
 
 
 def test_the_grader_modules_have_docstrings() -> None:
@@ -377,6 +528,26 @@ def test_the_docs_show_the_table_this_test_expects_and_the_forbidden_functions_t
         assert f"```\n{lines}\n```" in (docs / name).read_text(encoding="utf-8"), name
     short = {number: [dotted.rsplit(".", 1)[1] for dotted in names] for number, names in FORBIDDEN.items()}
     assert short["4.1"] == ["scaled_dot_product_attention", "fused_attention"] and "causal_mask" in short["6.1"]
+
+
+def test_an_assignment_released_from_a_fork_installs_the_fork() -> None:
+    notebook, _ = build_source(NOTEBOOK, REF, repo_url=FORK)
+    assert f"github/a-teacher/transformer-course/blob/{REF}/notebooks/{NOTEBOOK.name})" in notebook.cells[0].source
+    assert notebook.cells[1].source.startswith(pinned_setup_block(NOTEBOOK.name, REF, FORK))
+    assert notebook.metadata["transformer_course_grader"]["repository"] == FORK
+
+
+def test_the_docs_quote_the_measured_grading_time_and_leave_the_evasions_to_the_teacher_material() -> None:
+    data = throughput.load()
+    assert [run["jobs"] for run in data["runs"]] == [1, 2] and data["submissions"] >= 10
+    assert data["machine"]["nbgrader"] == "0.9.6"
+    for name, language in (("grading.md", "en"), ("grading.zh-CN.md", "zh")):
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        flat = "".join(text.split())  # lines are wrapped anywhere, Chinese ones between any two characters
+        assert "".join(throughput.sentence(data, language).split()) in flat, name
+        assert "`teacher/grader_limits" in text and "](../teacher" not in text, name  # named, not linked
+        for recipe in ('"refer" + "ence_attention"', "torch.softmax", "model.generate", "torch.special.entr"):
+            assert recipe not in text, (name, recipe)
 
 
 def test_the_chinese_edition_is_released_in_chinese() -> None:
@@ -403,6 +574,24 @@ def test_the_command_line_says_which_value_is_wrong(tmp_path: Path, capsys) -> N
     with pytest.raises(SystemExit):
         main(["grade", "--course", str(tmp_path)])
     assert "nothing is released in" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["grade", "--jobs", "0", "--course", str(tmp_path)])
+    assert "--jobs must be a whole number >= 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["release", "04", "--ref", REF, "--repo", "https://gitlab.com/me/tc", "--course", str(tmp_path)])
+    assert "--repo must be a GitHub repository" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["pin", "--ref", "main", "--out", str(tmp_path / "class")])
+    assert "--ref main is the moving branch" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["pin", "--ref", REF, "--out", "notebooks"])
+    assert "would overwrite the course's notebooks" in capsys.readouterr().err
+    assert main(["pin", "04", "--ref", REF, "--language", "zh", "--out", str(tmp_path / "class")]) == 0
+    assert "wrote 1 notebooks" in capsys.readouterr().out
+    assert [p.name for p in (tmp_path / "class").rglob("*.ipynb")] == [NOTEBOOK.name]
+    assert not (tmp_path / "class" / NOTEBOOK.name).exists()  # only the Chinese edition, in class/zh/
+    with pytest.raises(ValueError, match="--jobs must be"):
+        check_jobs(True)
 
 
 def test_the_release_check_passes_the_expected_verdicts_and_fails_on_others() -> None:

@@ -26,25 +26,41 @@ def repository_url() -> str:
 EXTRAS = {"14": "pretrained"}
 
 
-def colab_setup_block(notebook_name: str | None = None) -> str:
+# What a git ref or a repository URL may hold where the setup cell writes it inside a Python string: no quote, brace,
+# backslash or white space (tools/grader/pinning.py checks each fully, with a message naming the wrong value).
+_UNSAFE = re.compile(r"[\s\"'{}\\]")
+
+
+def _safe(value: str, what: str) -> str:
+    if not isinstance(value, str) or not value or _UNSAFE.search(value):
+        raise ValueError(f"{what} cannot hold quotes, braces, backslashes or spaces, got {value!r}")
+    return value
+
+
+def colab_setup_block(notebook_name: str | None = None, ref: str | None = None, repo_url: str | None = None) -> str:
     """The lines every notebook's first code cell starts with: install the package on Colab, a no-op elsewhere;
     then stop with one sentence if that install replaced a library the session had already imported.
 
-    ``notebook_name`` ("14_pretrained_encoder.ipynb") picks the extra that notebook installs (:data:`EXTRAS`)."""
+    ``notebook_name`` ("14_pretrained_encoder.ipynb") picks the extra that notebook installs (:data:`EXTRAS`).
+    ``ref`` (a git tag such as "v2026.12") makes Colab install the course at that ref instead of the default branch,
+    and ``repo_url`` from another repository (a fork) than pyproject.toml's; the notebooks use neither."""
     extra = EXTRAS.get((notebook_name or "")[:2])
+    at = f" at {_safe(ref, 'ref')}" if ref is not None else ""
+    pin = f"@{ref}" if ref is not None else ""
+    url = _safe(repo_url, "repo_url") if repo_url is not None else repository_url()
     if extra:
         first = (
-            f"# Setup. On Colab this installs the course package with its [{extra}] extra first; elsewhere it only "
+            f"# Setup. On Colab this installs the course package{at} with its [{extra}] extra first; elsewhere it only "
             "imports.\n"
         )
-        package = f'    package = f"transformer-course[{extra}] @ git+{{REPO_URL}}"\n'
+        package = f'    package = f"transformer-course[{extra}] @ git+{{REPO_URL}}{pin}"\n'
     else:
-        first = "# Setup. On Colab this installs the course package first; elsewhere it only imports.\n"
-        package = '    package = f"git+{REPO_URL}"\n'
+        first = f"# Setup. On Colab this installs the course package{at} first; elsewhere it only imports.\n"
+        package = f'    package = f"git+{{REPO_URL}}{pin}"\n'
     return (
         first + "import sys\n"
         "\n"
-        f'REPO_URL = "{repository_url()}"\n'
+        f'REPO_URL = "{url}"\n'
         'if "google.colab" in sys.modules:\n'
         "    import subprocess\n"
         "\n" + package + '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)\n'
@@ -55,10 +71,15 @@ def colab_setup_block(notebook_name: str | None = None) -> str:
     )
 
 
-def colab_badge(notebook_name: str) -> str:
-    """The Markdown of the "Open in Colab" badge for one notebook."""
-    path = repository_url().removeprefix("https://github.com/")
-    link = f"https://colab.research.google.com/github/{path}/blob/main/notebooks/{notebook_name}"
+def colab_badge(notebook_name: str, ref: str = "main", repo_url: str | None = None, folder: str = "notebooks") -> str:
+    """The Markdown of the "Open in Colab" badge for one notebook (``notebook_name`` may be "zh/04_....ipynb").
+
+    By default it opens ``notebooks/<notebook_name>`` on the main branch of pyproject.toml's repository; ``ref``,
+    ``repo_url`` and ``folder`` (a path in the repository) open another version, repository or copy."""
+    url = _safe(repo_url, "repo_url") if repo_url is not None else repository_url()
+    path = url.removeprefix("https://github.com/")
+    where = f"{_safe(ref, 'ref')}/{_safe(folder, 'folder').strip('/')}"
+    link = f"https://colab.research.google.com/github/{path}/blob/{where}/{notebook_name}"
     return f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({link})"
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 
+from tools.course_notebooks import repository_url
 from tools.grader.catalogue import ExerciseCell, find_exercises
 from tools.grader.pinning import pin_setup_cell, pinned_badge
 from tools.grader.slicing import code_hints, needed_cells
@@ -210,12 +211,13 @@ def _test_source(exercise: ExerciseCell, language: str) -> str:
     return "\n".join(lines)
 
 
-def _header(title: str, notebook_name: str, ref: str, context: int, language: str) -> str:
+def _header(title: str, notebook_name: str, ref: str, context: int, language: str, repo_url: str | None) -> str:
     text = TEXT[language]
     kept = text["kept"].format(n=context, s="" if context == 1 else "s") if context else text["setup_only"]
     badge_name = notebook_name if language == "en" else f"{language}/{notebook_name}"
     intro = text["intro"].format(name=notebook_name, ref=ref, kept=kept)
-    lines = [f"# {text['title'].format(title=title)}", "", pinned_badge(badge_name, ref), "", intro, ""]
+    badge = pinned_badge(badge_name, ref, repo_url)
+    lines = [f"# {text['title'].format(title=title)}", "", badge, "", intro, ""]
     return "\n".join(lines + [f"- {rule}" for rule in text["rules"]])
 
 
@@ -225,10 +227,11 @@ def assignment_id(notebook_path: Path, language: str = "en") -> str:
 
 
 def build_source(
-    notebook_path: Path, ref: str, points: float = 1.0, language: str = "en"
+    notebook_path: Path, ref: str, points: float = 1.0, language: str = "en", repo_url: str | None = None
 ) -> tuple[nbformat.NotebookNode, Plan]:
     """The teacher's version of the assignment made from one course notebook (``notebooks/NN_name.ipynb``; in
-    Chinese, its translation ``notebooks/zh/NN_name.ipynb``), and what it holds."""
+    Chinese, its translation ``notebooks/zh/NN_name.ipynb``), and what it holds. Its badge and setup cell name
+    ``ref`` of ``repo_url`` (pyproject.toml's repository by default)."""
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
     source_path = notebook_path if language == "en" else notebook_path.parent / language / notebook_path.name
@@ -249,11 +252,11 @@ def build_source(
     context = sorted(needed_cells(sources, targets) - set(by_index) - {setup})
     title = re.sub(r"^#+\s*", "", cells[0].source.splitlines()[0]) if cells[0].cell_type == "markdown" else ""
 
-    header = _header(title or notebook_path.stem, notebook_path.name, ref, len(context), language)
+    header = _header(title or notebook_path.stem, notebook_path.name, ref, len(context), language, repo_url)
     out = [_markdown(header, "header")]
     for index, cell in enumerate(cells):
         if index == setup:
-            out.append(_code(pin_setup_cell(cell.source, notebook_path.name, ref), "setup"))
+            out.append(_code(pin_setup_cell(cell.source, notebook_path.name, ref, repo_url), "setup"))
         elif index in context:
             out.append(_code(cell.source, f"context-{index}"))
         elif index in by_index:
@@ -275,6 +278,7 @@ def build_source(
         "notebook": str(source_path.relative_to(notebook_path.parent.parent)),
         "language": language,
         "ref": ref,
+        "repository": repo_url or repository_url(),
         "context_cells": context,
         "exercises": {
             e.number: {"function": e.function, "checker": e.checker.name, "module": e.checker.module} for e in exercises

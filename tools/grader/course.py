@@ -22,6 +22,8 @@ from tools.grader.budget import budgeted_execute
 COURSE_ID = "transformer-course"
 CODE_STUB = "raise NotImplementedError"  # what a solution region becomes in the student version, as in the course
 CONFIG_FILE = "nbgrader_config.py"
+# how long a process waits for the gradebook (SQLite) while another writes to it, as with `grade --jobs`
+DB_BUSY_SECONDS = 120
 
 
 def nbgrader_config(root: Path, learner_timeout: float | None = None, teacher_timeout: float = 600.0) -> Config:
@@ -30,6 +32,7 @@ def nbgrader_config(root: Path, learner_timeout: float | None = None, teacher_ti
     config = Config()
     config.CourseDirectory.root = str(root.resolve())
     config.CourseDirectory.course_id = COURSE_ID
+    config.CourseDirectory.db_url = f"sqlite:///{(root / 'gradebook.db').resolve()}?timeout={DB_BUSY_SECONDS}"
     config.ClearSolutions.code_stub = {"python": CODE_STUB}
     config.OverwriteCells.add_missing_cells = True  # a deleted test cell comes back, and is graded
     config.Execute.interrupt_on_timeout = True  # a cell stopped at its limit; the next cells still run

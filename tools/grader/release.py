@@ -18,10 +18,10 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from tools.course_notebooks import notebook_paths
+from tools.course_notebooks import notebook_paths, repository_url
 from tools.grader import course
 from tools.grader.assignment import Plan, build_source
-from tools.grader.pinning import check_ref, ref_is_local_tag
+from tools.grader.pinning import check_ref, check_repo_url, fork_note, ref_is_local_tag
 from tools.grader.verdicts import notebook_verdicts
 
 
@@ -69,10 +69,14 @@ def release(
     check: bool = True,
     timeout: int = 900,
     language: str = "en",
+    repo_url: str | None = None,
 ) -> list[Released]:
     """Release the exercises of the course notebooks ``names`` ("04", "06_masks") into the course directory
-    ``root``, pinned to the git ref ``ref``, in ``language`` ("en", or "zh" for the Chinese edition)."""
+    ``root``, pinned to the git ref ``ref`` of ``repo_url`` (pyproject.toml's repository by default, or a fork), in
+    ``language`` ("en", or "zh" for the Chinese edition)."""
     check_ref(ref)
+    if repo_url is not None:
+        check_repo_url(repo_url)
     if points <= 0:
         raise ValueError(f"--points must be a number > 0, got {points!r}")
     root.mkdir(parents=True, exist_ok=True)
@@ -80,7 +84,7 @@ def release(
     nbgrader = course.api(root, course.nbgrader_config(root))
     done = []
     for path in notebook_paths(names):
-        notebook, plan = build_source(path, ref, points, language)
+        notebook, plan = build_source(path, ref, points, language, repo_url)
         start = time.monotonic()
         verdicts = check_source(notebook, plan, timeout) if check else {}
         seconds = time.monotonic() - start
@@ -94,14 +98,23 @@ def release(
     return done
 
 
-def report(done: list[Released], ref: str, root: Path) -> str:
-    """What a release wrote, for the terminal."""
-    lines = []
+def tag_notes(ref: str, repo_url: str) -> list[str]:
+    """What to check about the tag and the repository before students open pinned notebooks, for the terminal."""
+    lines = [f"pinned to {ref} of {repo_url}"]
     if not ref_is_local_tag(ref):
         lines.append(
-            f"note: this clone has no tag {ref!r}; create and push it (git tag {ref} && git push origin {ref}) "
-            "before the students open the notebooks, or Colab cannot install the course"
+            f"note: this clone has no tag {ref!r}; create it and push it to {repo_url} (git tag {ref} && "
+            f"git push origin {ref}) before the students open the notebooks, or Colab cannot install the course"
         )
+    note = fork_note(repo_url)
+    if note:
+        lines.append(note)
+    return lines
+
+
+def report(done: list[Released], ref: str, root: Path, repo_url: str | None = None) -> str:
+    """What a release wrote, for the terminal."""
+    lines = tag_notes(ref, repo_url or repository_url())
     for item in done:
         plan = item.plan
         context = ", ".join(str(i) for i in plan.context) or "none"
