@@ -11,7 +11,9 @@ import pytest
 
 from tools.guide_numbers import (
     GUIDES,
+    LAB_KITS,
     QUOTES,
+    SIX_WEEK_SESSIONS,
     NotebookSize,
     chinese_heading_problems,
     demo_problems,
@@ -22,6 +24,8 @@ from tools.guide_numbers import (
     regenerate,
     session_line,
     session_notebooks,
+    settings_problems,
+    six_week_line_problems,
     six_week_plan,
     six_week_summary,
     size_table,
@@ -138,7 +142,7 @@ def test_training_lines_come_from_the_stored_outputs(tmp_path):
     assert training_line("en", ["15"], tmp_path) == (
         "Training in the run shown: llama: 500 steps, 26.7 s; gpt2: 464 steps, 25.0 s (the notebook's stored outputs)."
     )
-    assert training_line("zh", ["15"], tmp_path).startswith("现场训练（这里显示的这次运行）：llama: 500 步，26.7 s；")
+    assert training_line("zh", ["15"], tmp_path).startswith("现场训练（本次运行）：llama: 500 步，26.7 s；")
     _notebook(tmp_path, "16_x.ipynb", [("code", "train()", "nothing trained\n")])
     with pytest.raises(ValueError, match="no training run"):
         training_runs("16", tmp_path)
@@ -171,6 +175,7 @@ def test_the_longest_running_notebooks_are_named_in_order():
 SIX = (
     "<!-- six-week-plan -->\n| week | sessions | notebooks | reading | run | class | work | workload | graded |\n"
     "| 1 | 1, 2 | 00, 01 | 1 | 1.0 | 3.0 | 2.5 | 1.0 | A1 |\n| 2 | 3, lab | 01 | 1 | 1.0 | 3.0 | 1.0 | 1.0 | P |\n"
+    "| 3 | lab, results | - | 9 | 9.0 | 3.0 | 2.0 | 1.0 | R |\n"
     "| all | 4 | x | 1 | 1.0 | 1.0 | 1.0 | 1.0 | all |\n| optional | - | 00 | 1 | 1.0 | - | - | - | none |\n"
     "<!-- /six-week-plan -->"
 )
@@ -181,10 +186,12 @@ def test_the_six_week_plan_adds_reading_class_and_work():
     # week 1: 20 + 4 reading minutes, 3.0 s of run time (01 is untimed), 24/60 + 3.0 + 2.5 = 5.9 hours
     assert "| 1 | 1, 2 | 00, 01 | 24 | 3.0 | 3.0 | 2.5 | 5.9 | A1 |" in new
     assert "| 2 | 3, lab | 01 | 4 | 0.0 | 3.0 | 1.0 | 4.1 | P |" in new
-    assert "| all | 4 | 3 notebooks | 28 | 3.0 | 6.0 | 3.5 | 10.0 | all |" in new
+    assert "| 3 | lab, results | - | 0 | 0.0 | 3.0 | 2.0 | 5.0 | R |" in new  # a week that teaches no notebook
+    assert "| all | 4 | 3 notebooks | 28 | 3.0 | 9.0 | 5.5 | 15.0 | all |" in new
     assert "| optional | - | 00 | 20 | 3.0 | - | - | - | none |" in new
     assert six_week_plan("en", new, SIZES) == new
-    guide = f"<!-- notebook-sizes -->\n<!-- /notebook-sizes -->\n{SIX}"
+    summary = six_week_summary("en", new)
+    guide = f"<!-- notebook-sizes -->\n<!-- /notebook-sizes -->\n{SIX}\n\n{summary}."
     assert "| 24 | 3.0 | 3.0 | 2.5 | 5.9 |" in regenerate("en", guide, SIZES)
     with pytest.raises(ValueError, match=r"\['07'\]"):
         six_week_plan("en", SIX.replace("| 00, 01 |", "| 07 |"), SIZES)
@@ -212,27 +219,63 @@ def test_the_six_week_plan_names_existing_exercises_and_sessions(language):
     )
     assert named and named <= checked, f"exercises without a checker: {sorted(named - checked)}"
     sessions = session_notebooks(text)
-    for row in re.finditer(r"^\| (\d) \| (\d+), (\d+) \| ([\d, ]+) \|", plan, re.MULTILINE):
-        notebooks = sessions[row.group(2)] + sessions[row.group(3)]
+    taught = []
+    for row in re.finditer(r"^\| (\d) \| ([\d, +]+) \| ([\d, ]+) \|", plan, re.MULTILINE):
+        numbers = re.findall(r"\d+", row.group(2))  # "5 + 6, 7": sessions 5 and 6 taught together, then 7
+        notebooks = [n for session in numbers for n in sessions[session]]
         week = row.group(1)
-        assert notebooks == row.group(4).split(", "), f"week {week}: sessions {row.group(2, 3)} teach {notebooks}"
+        assert notebooks == row.group(3).split(", "), f"week {week}: sessions {numbers} teach {notebooks}"
+        taught += numbers
+    assert taught == list(SIX_WEEK_SESSIONS), f"the six-week table teaches sessions {taught}"
 
 
 def test_the_six_week_summary_follows_the_table():
     new = six_week_plan("en", SIX, SIZES)
+    # weeks of 5.9, 4.1 and 5.0 hours; reading 24, 4 and 0 minutes, so at 1.5 times the reading 6.1, 4.1 and 5.0
     said = (
-        "About 10 hours over the six weeks, 5 a week on average; the heaviest are week 1 (5.9 hours) and week 2 "
-        "(4.1 hours)"
+        "About 15 hours over the six weeks, 5 a week on average; the heaviest are week 1 (5.9 hours) and week 3 "
+        "(5.0 hours). With the reading at 1.5 times the table's, about 15 hours, 5 a week, and 6.1 in week 1"
     )
     assert six_week_summary("en", new) == said
-    assert (
-        six_week_summary("zh", new)
-        == "六周共约 10 小时，平均每周 5 小时；最重的是第 1 周（5.9 小时）和第 2 周（4.1 小时）"
+    assert six_week_summary("zh", new) == (
+        "六周共约 15 小时，平均每周 5 小时；最重的是第 1 周（5.9 小时）和第 3 周（5.0 小时）。"
+        "阅读时间按表中的 1.5 倍计算，则共约 15 小时，平均每周 5 小时，第 1 周为 6.1 小时"
     )
-    guide = f"<!-- notebook-sizes -->\n<!-- /notebook-sizes -->\n{SIX}\n\n" + said.replace("10 hours", "99 hours") + "."
+    assert six_week_summary("en", new, slow=3.0).endswith("about 16 hours, 5 a week, and 6.7 in week 1")
+    wrapped = said.replace("15 hours", "99 hours").replace(" With the", "\nWith the")  # wrapped in the guide
+    guide = f"<!-- notebook-sizes -->\n<!-- /notebook-sizes -->\n{SIX}\n\n{wrapped}."
     assert regenerate("en", guide, SIZES).endswith(said + ".")
+    with pytest.raises(ValueError, match="not the sentence that sums it up"):
+        regenerate("en", f"<!-- notebook-sizes -->\n<!-- /notebook-sizes -->\n{SIX}\n\nAbout 15 hours.", SIZES)
     with pytest.raises(ValueError, match="at least two weeks"):
         six_week_summary("en", "| 1 | 1 | 00 | 1 | 1.0 | 3.0 | 1.0 | 4.0 | x |")
+
+
+@pytest.mark.parametrize("language", sorted(GUIDES))
+def test_the_stated_slide_limits_and_projector_setting_are_the_codes(language):
+    guide, lab_kit = (paths[language].read_text(encoding="utf-8") for paths in (GUIDES, LAB_KITS))
+    assert settings_problems(language, guide, lab_kit) == []
+    wrong_guide = guide.replace("more than 120 words", "more than 200 words").replace(
+        "不超过 120 个词", "不超过 200 个词"
+    )
+    problems = settings_problems(language, wrong_guide, lab_kit.replace("120 dpi", "100 dpi"))
+    assert len(problems) == 2 and "200" in problems[0] and "100" in problems[1], problems
+    notebook_dpi = lab_kit.replace("instead of 90", "instead of 80").replace("而不是 90 dpi", "而不是 80 dpi")
+    assert settings_problems(language, guide, notebook_dpi) == [
+        f"the {language} lab kit page says the notebook style draws at 80 dpi; viz.py does not"
+    ]
+    assert "no longer states" in settings_problems(language, "", lab_kit)[0]
+
+
+@pytest.mark.parametrize("language", sorted(GUIDES))
+def test_every_session_of_the_six_week_plan_says_what_changes_in_it(language):
+    text = GUIDES[language].read_text(encoding="utf-8")
+    assert six_week_line_problems(language, text) == []
+    heading = "### Session 7 (week 4): notebook 09\n" if language == "en" else "### 第 7 次课（第 4 周）：笔记本 09\n"
+    assert heading in text
+    sheet = text.split(heading)[1].split("\n### ")[0]
+    without = text.replace(sheet, sheet.replace("*In the six-week plan*", "").replace("*六周计划中*", ""))
+    assert [p.split("session ")[1].split(" ")[0] for p in six_week_line_problems(language, without)] == ["7"]
 
 
 def test_the_chinese_headings_beside_the_demos_are_the_chinese_notebooks():

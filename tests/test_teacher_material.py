@@ -39,11 +39,12 @@ MIN_CHARS = {"en": 50, "zh": 20}
 # moved to teacher/, and no public file may hold them again.
 KEY_FACTS = {
     "A1.1": ("0.9617", "1.0398"),
-    "A1.2": (r"\mathrm{diag}(1 - S_t^2)\,W",),
-    "A1.3": (r"1 + 4(2^L - 1) \ge 1024",),
+    "A1.2": ("1.8418", "1.005"),
+    "A1.3": (r"1 + 4 \cdot 1023 = 4093 < 4096", r"1 + 2 \cdot 513 = 1027"),
     "A2.1": ("4,080,185.1", "544.1"),
     "A2.2": (r"\sum_i \cos(\omega_i (j - i + 2))",),
-    "A3.1": (r"N_d(8d^2 + 8d + 2 d\, d_{ff} + d_{ff} + d + 6d)",),
+    "A3.1": (r"N_d(8d^2 + 8d + 2 d\, d_{ff} + d_{ff} + d + 6d)", "223,083,776", "9,428,800"),
+    "A3.2": (r"1.3 \times 10^{-57}", r"9.3 \times 10^{-10}"),
     "A4.1": (r"$\prod_t p_t$",),
     "A5.1": ("0.3125 MiB",),
     "A5.3": ("$1/(i+1)$",),
@@ -186,32 +187,200 @@ def test_teacher_material_is_neither_on_the_site_nor_in_the_package():
     assert "repository is public" in readme, "teacher/README.md must say the keys are readable in the repository"
 
 
+def _blocks_layers(n: int, kernel: int, block: int) -> int:
+    """The fewest causal convolution layers, dilations 1, 2, 4, ... repeated in blocks of ``block``, that connect
+    position 1 to position n."""
+    layers, dilations = 0, 0
+    while 1 + (kernel - 1) * dilations < n:
+        dilations += 2 ** (layers % block)
+        layers += 1
+    return layers
+
+
 def test_the_keys_exact_numbers():
-    """The answers that are exact, recomputed: A1.1, A1.3, A2.1, A3.1, A5.1 (and its Mistral variant)."""
+    """The answers that are exact, recomputed: A1.1, A1.3 (and its variants), A2.1, A3.1, A3.2's predictions, A5.1
+    (and its Mistral variant)."""
     import torch
 
     from transformer_course import Transformer, TransformerConfig, count_parameters
     from transformer_course.efficient.kv_cache import PUBLISHED_DECODERS, kv_cache_bytes
 
     key = {k: _flat(body) for path in KEYS["en"] for k, (_, body) in key_sections(path).items()}
+    everything = _flat((TEACHER / "assignments.md").read_text(encoding="utf-8"))  # the variants too
     assert f"{10 ** (-1 / 59):.4f} \\le \\text{{scale}} \\le {10 ** (1 / 59):.4f}" in key["A1.1"]
-    plain, dilated = math.ceil(1023 / 4), next(n for n in range(1, 20) if 1 + 4 * (2**n - 1) >= 1024)
-    assert f"\\lceil 1023/4 \\rceil = {plain}" in key["A1.3"] and f"$L = {dilated}$" in key["A1.3"]
+    assert (_blocks_layers(4096, 2, 10), _blocks_layers(1024, 3, 4)) == (42, 138)
+    assert "**42 layers**" in key["A1.3"] and "**138 layers**" in key["A1.3"]
+    assert _blocks_layers(1024, 3, 30) == 10 and "need 10 (01's table)" in key["A1.3"]  # doubling: 01's table
+    assert _blocks_layers(4096, 2, 10) - 2 == 40 and 1 + 4 * 1023 < 4096 <= 1 + 4 * 1023 + 3
+    for n, kernel, block, layers in ((1024, 2, 10, 10), (2048, 2, 10, 21), (512, 3, 4, 69), (1024, 3, 5, 85)):
+        assert _blocks_layers(n, kernel, block) == layers, (n, kernel, block)
+        assert f"{layers}" in everything
     for base in (100, 10**4, 10**6):
         assert f"{2 * math.pi * base ** (62 / 64):,.1f}" in key["A2.1"]
     slow = {base: sum(50 * base ** (-2 * i / 64) < 1 for i in range(32)) for base in (100, 10**4, 10**6)}
     assert f"{slow[10**6]} of the 32 pairs" in key["A2.1"]
     assert f"({slow[10**4]} with $10^4$, {slow[100]} with 100)" in key["A2.1"]
-    for preset in ("base", "big"):
-        with torch.device("meta"):  # the shapes only: no memory for 214 million parameters
+    for vocab, width, d_ff, layers in ((32000, 768, 3072, 12), (8000, 256, 1024, 4)):
+        with torch.device("meta"):  # the shapes only: no memory for 223 million parameters
             model = Transformer(
-                TransformerConfig.preset(
-                    preset, src_vocab_size=37000, tgt_vocab_size=37000, share_embeddings=True, tie_output=True
+                TransformerConfig(
+                    src_vocab_size=vocab,
+                    tgt_vocab_size=vocab,
+                    d_model=width,
+                    num_heads=4,
+                    d_ff=d_ff,
+                    num_encoder_layers=layers,
+                    num_decoder_layers=layers,
+                    share_embeddings=True,
+                    tie_output=True,
                 )
             )
-        assert f"{count_parameters(model):,}" in key["A3.1"], preset
-    everything = _flat((TEACHER / "assignments.md").read_text(encoding="utf-8"))  # the variants too
+        count = count_parameters(model)
+        assert f"{count:,} parameters" in key["A3.1"] or f"{count:,}, of which" in key["A3.1"], count
+        assert f"({vocab * width:,}) is {vocab * width / count:.1%}" in key["A3.1"] or (
+            f"($Vd$ = {vocab * width:,}) is {vocab * width / count:.1%}" in key["A3.1"]
+        ), (vocab, width)
+    for depth, residual, plain in ((16, 1.58, 9.3e-10), (64, 1.63, 1.3e-57)):
+        assert f"{(1 + 1 / depth) ** ((depth - 1) / 2):.2f}" == f"{residual:.2f}"
+        assert f"{depth ** (-(depth - 1) / 2):.1e}" == f"{plain:.1e}"
+        assert f"{residual:.2f} at depth {depth}" in key["A3.2"]
+        mantissa, exponent = f"{plain:.1e}".split("e")
+        assert f"{mantissa} \\times 10^{{{int(exponent)}}}" in key["A3.2"]
+    assert f"\\sqrt{{e}} \\approx {math.sqrt(math.e):.2f}" in key["A3.2"]
     for name in ("Llama-2-7B", "Llama-2-70B", "Mistral-7B"):
         shape = PUBLISHED_DECODERS[name]
         per_token = kv_cache_bytes(shape.num_layers, shape.num_kv_heads, shape.head_dim, 1)
         assert f"{per_token:,} bytes per token" in everything, name
+
+
+def _key(key_id: str) -> str:
+    return next(_flat(body) for path in KEYS["en"] for k, (_, body) in key_sections(path).items() if k == key_id)
+
+
+def test_a1_2_the_crossing_of_01s_tanh_rnn():
+    """A1.2's numbers come from 01's probe (seeded, float64): the scale where the gradient from 60 steps back equals
+    the one from 1 step back, and the mean and root-mean-square slopes there."""
+    import torch
+
+    from transformer_course.prelude.rnn import (
+        RNNCell,
+        chain_jacobians,
+        rnn_step_jacobians,
+        scaled_recurrent_weight,
+        spectral_norms,
+    )
+
+    generator = torch.Generator().manual_seed(0)  # 01's section 3: T = 60 steps, 32 units, 8 inputs
+    x = torch.randn(1, 60, 8, generator=generator, dtype=torch.float64)
+    rotation = scaled_recurrent_weight(32, 1.0, generator).double()
+    u = torch.randn(32, 8, generator=generator, dtype=torch.float64) / math.sqrt(8)
+
+    def decay(scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+        cell = RNNCell(8, 32, "tanh").double()
+        with torch.no_grad():
+            cell.weight_hh.copy_(rotation * scale)
+            cell.weight_ih.copy_(u)
+            cell.bias_ih.zero_()
+            cell.bias_hh.zero_()
+        states, jacobians = rnn_step_jacobians(cell, x)
+        return spectral_norms(chain_jacobians(jacobians))[0].flip(0), states[0]
+
+    low, high = 1.5, 2.0
+    for _ in range(30):
+        middle = (low + high) / 2
+        norms, _ = decay(middle)
+        low, high = (middle, high) if norms[60] < norms[1] else (low, middle)
+    norms, states = decay(low)
+    slopes = 1 - states**2
+    mean, rms = slopes.mean().item(), slopes.pow(2).mean().sqrt().item()
+    key = _key("A1.2")
+    assert f"crossing at {low:.4f}" in key
+    assert f"mean {mean:.3f} and the root-mean-square {rms:.3f}" in key
+    assert f"mean slope is {low * mean:.3f}" in key and f"root-mean-square slope is {low * rms:.3f}" in key
+    assert f"{low * mean:.3f}^{{59}} \\approx {(low * mean) ** 59:.0e}".replace("e-0", " \\times 10^{-") in key
+    assert f"({(states.abs() > 0.9).double().mean().item():.0%} of the units" in key
+    for scale, ratio in ((1.8, "0.41"), (1.85, "2.75"), (1.9, "6.85")):
+        norms, _ = decay(scale)
+        assert f"{(norms[60] / norms[1]).item():.2f}" == ratio, scale
+        assert f"{ratio} at" in key, scale
+
+
+def test_a2_3_which_positions_change():
+    """A2.3: two attention layers over [pad, pad, 7, 8] with the causal and padding masks; the last token's input
+    changes. Which positions of layer 2 change does not depend on the weights."""
+    import torch
+    from torch import nn
+
+    from transformer_course import causal_mask, padding_mask
+    from transformer_course.core.attention import scaled_dot_product_attention
+
+    ids = torch.tensor([[0, 0, 7, 8]])
+    mask = padding_mask(ids, 0) & causal_mask(4)
+    assert (~mask.any(-1)).nonzero()[:, -1].tolist() == [0, 1]  # the two pads' rows see nothing
+    assert (padding_mask(torch.tensor([[7, 8, 0, 0]]), 0) & causal_mask(4)).any(-1).all()  # right padding: none
+
+    def changed(fill: float | str, seed: int) -> list[str]:
+        torch.manual_seed(seed)
+        layers = [[nn.Linear(8, 8) for _ in range(3)] for _ in range(2)]
+        x = torch.randn(1, 1, 4, 8)
+        y = x.clone()
+        y[0, 0, 3] += 1.0
+        outputs = []
+        with torch.no_grad():
+            for h in (x, y):
+                for w_q, w_k, w_v in layers:
+                    q, k, v = w_q(h), w_k(h), w_v(h)
+                    if fill == "package":
+                        h = scaled_dot_product_attention(q, k, v, mask)[0]
+                    else:
+                        scores = q @ k.transpose(-2, -1) / math.sqrt(8)
+                        h = scores.masked_fill(~mask, fill).softmax(-1) @ v
+                outputs.append(h[0, 0])
+        difference = (outputs[0] - outputs[1]).abs().amax(-1)
+        return ["nan" if d.isnan() else "changed" if d > 0 else "same" for d in difference]
+
+    for seed in (0, 1, 2):
+        assert changed(-1e9, seed) == ["changed", "changed", "same", "changed"]
+        assert changed("package", seed) == ["same", "same", "same", "changed"]
+        assert changed(float("-inf"), seed) == ["nan"] * 4
+    key = _key("A2.3")
+    assert "positions 0 and 1 (the two pads) and 3" in key and "With the package only position 3 changes" in key
+    assert "every position is NaN after layer 2, token 7 included" in key
+
+
+def test_a3_2_the_measured_gradients():
+    """A3.2's measurements: 07's stacks with Exercise 7.2's initialisation (the reference), seed 0."""
+    import torch
+    from torch import nn
+
+    from transformer_course import FeedForward
+    from transformer_course.exercises.feed_forward_norm import init_residual_branch_reference
+
+    def gradient_at_layer_0(depth: int, residual: bool) -> float:
+        torch.manual_seed(0)  # 07's stack_gradients, with init_residual_branch_ for every block
+        blocks = nn.ModuleList(FeedForward(32, 128) for _ in range(depth))
+        for block in blocks:
+            init_residual_branch_reference(block, depth)
+        x, readout = torch.randn(64, 32), torch.randn(32)
+        for block in blocks:
+            x = x + block(x) if residual else block(x)
+        (x @ readout).mean().backward()
+        return blocks[0].linear1.weight.grad.double().norm().item()
+
+    key = _key("A3.2")
+    said = re.search(r"is ([\d.]+) at depth 16 and ([\d.]+) at depth 64 for the residual", key)
+    assert said, "A3.2 no longer gives the residual stack's measurements"
+    for depth, value in zip((16, 64), map(float, said.groups())):
+        assert math.isclose(gradient_at_layer_0(depth, True), value, rel_tol=0.1), depth
+    plain_16 = re.search(r"and ([\d.e-]+) at depth 16 and exactly 0 at depth 64", key)
+    assert plain_16 and math.isclose(gradient_at_layer_0(16, False), float(plain_16[1]), rel_tol=0.1)
+    assert gradient_at_layer_0(64, False) < 1e-40  # an exact 0 in float32, or a flushed subnormal
+
+
+def test_the_public_guides_do_not_link_to_the_keys():
+    """The guide, a page students read, names the teacher material without a link that opens it."""
+    for language, path in GUIDES.items():
+        text = path.read_text(encoding="utf-8")
+        links = re.findall(r"\]\(([^)]*teacher[^)]*)\)", text)
+        assert not links, f"the {language} guide links to teacher material: {links}"
+        assert "teacher/" in text, f"the {language} guide no longer says where the teacher material is"

@@ -7,21 +7,25 @@ Generated (``--write`` rewrites both guides, ``--check`` names each stale place)
   prose, its non-blank lines of code, and a reading time of words / 120 + lines / 15 minutes;
 * each session's line "Reading time ... min; run time ... s (...)." (in Chinese "阅读时间 ... min；运行时间 ...
   s（...）。"), for the notebooks its heading names, and for the notebooks that print their training runs
-  (:data:`RUN_LINES`) the line "Training in the run shown: ..." ("现场训练（这里显示的这次运行）：...") read from their
+  (:data:`RUN_LINES`) the line "Training in the run shown: ..." ("现场训练（本次运行）：...") read from their
   stored outputs;
 * the "read before class" column of section 2's term table (the reading minutes of the session's notebooks), and the
   sentence that adds them up over the term and per week;
 * the notebooks that take longest to run, named in section 2 (:data:`LONGEST`);
 * the six-week plan's table (between ``<!-- six-week-plan -->`` and ``<!-- /six-week-plan -->``): each week's
-  reading minutes and run time from its notebooks, and its workload in hours, reading + class + assignment work
-  (the last two are the plan's inputs, written in the row).
+  reading minutes and run time from its notebooks ("-": none), and its workload in hours, reading + class + assignment
+  work (the last two are the plan's inputs, written in the row); and the sentence under it, which adds the weeks up,
+  also with the reading at :data:`SLOW_READING` times the table's.
 
 Checked (``--check`` and tests/test_guide_numbers.py):
 
 * :data:`QUOTES`: sentences of the guides that quote a notebook's printed output, each with the lines it quotes,
   which must be among that notebook's stored outputs;
 * every demo (``**Demo** 09 § *heading*, cell `first line```) names a code cell that sits under that heading, and
-  the Chinese guide's Chinese heading beside it is a heading of the Chinese notebook.
+  the Chinese guide's Chinese heading beside it is a heading of the Chinese notebook;
+* :func:`settings_problems`: the slide limits the guides state are tools/slides.py's, and the projector setting the
+  lab kit pages (docs/lab_kit.md and its Chinese edition) state is transformer_course/viz.py's;
+* every session sheet the six-week plan teaches has its line "In the six-week plan" (:data:`SIX_WEEK_SESSIONS`).
 
 Both guides (docs/instructor_guide.md and its Chinese edition) are rewritten the same way; the sizes are the English
 notebooks'.
@@ -42,6 +46,7 @@ from pathlib import Path
 from tools.course_notebooks import NOTEBOOKS, ROOT, notebook_paths
 
 GUIDES = {"en": ROOT / "docs" / "instructor_guide.md", "zh": ROOT / "docs" / "instructor_guide.zh-CN.md"}
+LAB_KITS = {"en": ROOT / "docs" / "lab_kit.md", "zh": ROOT / "docs" / "lab_kit.zh-CN.md"}
 RESULTS = ROOT / "benchmarks" / "results.json"
 WORDS_PER_MINUTE, LINES_PER_MINUTE = 120, 15
 TABLE_START, TABLE_END = "<!-- notebook-sizes -->", "<!-- /notebook-sizes -->"
@@ -61,7 +66,7 @@ SESSION_LINE = {
 }
 TRAINING_LINE = {
     "en": re.compile(r"^Training in the run shown: .*$"),
-    "zh": re.compile(r"^现场训练（这里显示的这次运行）：.*$"),
+    "zh": re.compile(r"^现场训练（本次运行）：.*$"),
 }
 # a row of section 2's term table: | week | session | notebooks | read before class | ...
 TERM_ROW = re.compile(r"^\| (\d+) \| (\d+) \| ([\d, ]+) \| (\d+) min \|")
@@ -73,29 +78,36 @@ TERM_TOTAL = {
 LONGEST = 4
 LONGEST_SAID = {
     "en": re.compile(r"(The four notebooks that take longest to run \()[^)]*(\))"),
-    "zh": re.compile(r"(运行时间最长的四本笔记本（)[^）]*(）)"),
+    "zh": re.compile(r"(运行时间最长的四个笔记本（)[^）]*(）)"),
 }
 # A row of the six-week table: | week | sessions | notebooks | reading (min) | run time (s) | class (h) |
 # assignment work (h) | workload (h) | ... ; "optional" rows have "-" for the three hour columns.
 SIX_ROW = re.compile(
-    r"^\| (?P<week>\d+|optional|选读) \| (?P<sessions>[^|]+?) \| (?P<notebooks>\d\d(?:, \d\d)*) \| [\d,]+ \| [\d.]+ \| "
-    r"(?P<cls>[\d.]+|-) \| (?P<work>[\d.]+|-) \| (?P<hours>[\d.]+|-) \|(?P<rest>.*)$"
+    r"^\| (?P<week>\d+|optional|选读) \| (?P<sessions>[^|]+?) \| (?P<notebooks>\d\d(?:, \d\d)*|-) \| "
+    r"[\d,]+ \| [\d.]+ \| (?P<cls>[\d.]+|-) \| (?P<work>[\d.]+|-) \| (?P<hours>[\d.]+|-) \|(?P<rest>.*)$"
 )
-# the sentence under the six-week table that sums it up
+# Reading at this many times the table's speed, for students who read code slowly: the sentence under the six-week
+# table gives the totals both ways.
+SLOW_READING = 1.5
+# the sentence under the six-week table that sums it up (it may be wrapped: any run of white space matches a space)
 SIX_SAID = {
-    "en": re.compile(
-        r"About \d+ hours over the six weeks, \d+ a week on average; the heaviest are week \d+ \([\d.]+ hours\) "
-        r"and week \d+ \([\d.]+ hours\)"
-    ),
-    "zh": re.compile(
-        r"六周共约 \d+ 小时，平均每周 \d+ 小时；最重的是第 \d+ 周（[\d.]+ 小时）和第 \d+ 周（[\d.]+ 小时）"
-    ),
+    language: re.compile(pattern.replace(" ", r"\s+"))
+    for language, pattern in {
+        "en": r"About \d+ hours over the six weeks, \d+ a week on average; the heaviest are week \d+ \([\d.]+ hours\) "
+        r"and week \d+ \([\d.]+ hours\)\. With the reading at [\d.]+ times the table's, about \d+ hours, \d+ a "
+        r"week, and [\d.]+ in week \d+",
+        "zh": r"六周共约 \d+ 小时，平均每周 \d+ 小时；最重的是第 \d+ 周（[\d.]+ 小时）和第 \d+ 周（[\d.]+ 小时）。"
+        r"阅读时间按表中的 [\d.]+ 倍计算，则共约 \d+ 小时，平均每周 \d+ 小时，第 \d+ 周为 [\d.]+ 小时",
+    }.items()
 }
+# The full term's sessions the six-week plan teaches: each sheet says what changes there ("In the six-week plan").
+SIX_WEEK_SESSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "13")
+SIX_WEEK_LINE = {"en": "*In the six-week plan*", "zh": "*六周计划中*"}
 SIX_TOTAL = re.compile(
     r"^\| (?P<label>all|合计) \| (?P<sessions>\d+) \| [^|]+ \| [\d,]+ \| [\d.]+ \| "
     r"[\d.]+ \| [\d.]+ \| [\d.]+ \|(?P<rest>.*)$"
 )
-SIX_NOTEBOOKS_WORD = {"en": "notebooks", "zh": "本笔记本"}
+SIX_NOTEBOOKS_WORD = {"en": "notebooks", "zh": "个笔记本"}
 # The lines of stored output in which a notebook reports its training runs: name, steps (if printed), seconds.
 RUN_LINES = {
     "15": re.compile(r"^(?P<name>llama|gpt2|lstm): (?P<steps>\d+) steps in (?P<seconds>[\d.]+) s\b", re.MULTILINE),
@@ -130,6 +142,16 @@ class Quote:
 
 
 QUOTES = (
+    Quote(  # session 1's demo of 01: the counts are checked, the timings only shown
+        "01",
+        (
+            "  1024   134,217,728   2,415,919,104          18.00",
+            "seen on this run: attention takes longer than the RNN at every n from 128 to 1024",
+        ),
+        "the notebook checks the counts and only shows its timings: in the run shown attention took longer than the "
+        "RNN at every $n$ from 128 to 1024",
+        "笔记本检查的是计数，计时只是展示出来：在本次运行中，从 128 到 1024 的每个 $n$ 上注意力都比 RNN 慢",
+    ),
     Quote(  # session 1's demo and M1: hand-made attention in 00
         "00",
         ("weights of 'it' (row 7): [0.125, 0.125,", "weights of 'it' (row 7): [0.07, 0.51,"),
@@ -161,14 +183,22 @@ QUOTES = (
         ),
         "09 checks, in section 10, that the shipped model is above 99% exact match on 2000 held-out dates, and that "
         "the live run of section 9 is more than 10 points behind it",
-        "09 在第 10 节检查：随课程包发布的模型在 2000 个留出日期上的完全匹配率高于 99%，"
+        "09 在第 10 节检查：随课程包发布的模型在 2000 个留出日期上的精确匹配率高于 99%，"
         "而第 9 节的现场运行落后它 10 个百分点以上",
     ),
     Quote(  # D7: the recipes' exact matches, as 09 section 11 checks them
         "09",
         ("holds: the two recipes' mean exact matches are within 15 points of each other",),
         "the two recipes' mean exact matches are within 15 points of each other (checked)",
-        "两种方案的平均完全匹配率相差不到 15 个百分点（已检查）",
+        "两种方案的平均精确匹配率相差不到 15 个百分点（已检查）",
+    ),
+    Quote(  # session 7's demo of 09 section 11: no clear gain, inside the seed spread
+        "09",
+        ("paper's mean minus course's mean: +0.0088; the larger seed spread: 0.0720",),
+        "in the run shown the paper's recipe is 0.9 points ahead (its mean minus the course's, +0.0088), less than the "
+        "spread between two seeds of one recipe (0.0720",
+        "在本次运行中，论文方案领先 0.9 个百分点（它的平均值减去课程方案的平均值，+0.0088），"
+        "小于同一方案两个随机种子之间的差距（0.0720",
     ),
     Quote(  # session 7's demo of label smoothing
         "09",
@@ -180,7 +210,7 @@ QUOTES = (
         "10",
         ("exact match: greedy 298/300, beam 298/300; the outputs differ in 0",),
         'prints "the outputs differ in 0", with exact match 298 of 300 for both',
-        "打印出 “the outputs differ in 0”，两者的完全匹配都是 300 个中的 298 个",
+        "打印出 “the outputs differ in 0”，两者的精确匹配都是 300 个中的 298 个",
     ),
     Quote(  # section 7.2: the line 14 prints
         "14",
@@ -306,7 +336,7 @@ def training_line(language: str, numbers: list[str], folder: Path = NOTEBOOKS) -
             parts.append(f"{run['name']}: {steps}{run['seconds']} s")
     if language == "en":
         return f"Training in the run shown: {'; '.join(parts)} (the notebook's stored outputs)."
-    return f"现场训练（这里显示的这次运行）：{'；'.join(parts)}（笔记本存储的输出）。"
+    return f"现场训练（本次运行）：{'；'.join(parts)}（笔记本存储的输出）。"
 
 
 def longest_running(sizes: dict[str, NotebookSize], count: int = LONGEST) -> list[str]:
@@ -321,9 +351,14 @@ def _listed(language: str, items: list[str]) -> str:
     return f"{'、'.join(items[:-1])} 和 {items[-1]}" if len(items) > 1 else items[0]
 
 
+def _six_numbers(match: re.Match) -> list[str]:
+    """The notebooks a row of the six-week table teaches ("-": none)."""
+    return [] if match["notebooks"] == "-" else match["notebooks"].split(", ")
+
+
 def six_week_row(match: re.Match, sizes: dict[str, NotebookSize]) -> tuple[str, float | None]:
     """One row of the six-week table with its generated columns, and its workload in hours (None: optional)."""
-    numbers = match["notebooks"].split(", ")
+    numbers = _six_numbers(match)
     _check_numbers(numbers, sizes)
     reading = sum(round(sizes[n].reading_minutes) for n in numbers)
     seconds = sum(sizes[n].seconds or 0.0 for n in numbers)
@@ -348,8 +383,7 @@ def six_week_plan(language: str, block: str, sizes: dict[str, NotebookSize]) -> 
         if match:
             lines[i], workload = six_week_row(match, sizes)
             if workload is not None:
-                numbers = match["notebooks"].split(", ")
-                weeks.append((numbers, float(match["cls"]), float(match["work"]), workload))
+                weeks.append((_six_numbers(match), float(match["cls"]), float(match["work"]), workload))
     for i, line in enumerate(lines):
         total = SIX_TOTAL.match(line)
         if total:
@@ -366,23 +400,30 @@ def six_week_plan(language: str, block: str, sizes: dict[str, NotebookSize]) -> 
     return "\n".join(lines)
 
 
-def six_week_summary(language: str, block: str) -> str:
+def six_week_summary(language: str, block: str, slow: float = SLOW_READING) -> str:
     """The sentence that sums up the six-week table ``block`` (already regenerated): total and mean hours, and the two
-    heaviest weeks."""
-    hours = {
-        int(m["week"]): float(m["hours"]) for m in map(SIX_ROW.match, block.split("\n")) if m and m["hours"] != "-"
-    }
-    if len(hours) < 2:
+    heaviest weeks; then the total, the mean and the heaviest week again with the reading at ``slow`` times the
+    table's minutes."""
+    rows = [m for m in map(SIX_ROW.match, block.split("\n")) if m and m["hours"] != "-"]
+    if len(rows) < 2:
         raise ValueError("the six-week table needs at least two weeks with a workload")
+    hours = {int(m["week"]): float(m["hours"]) for m in rows}
+    reading = {int(m["week"]): int(m.group(0).split(" | ")[3].replace(",", "")) / 60 for m in rows}
+    slow_hours = {week: round(h + (slow - 1) * reading[week], 1) for week, h in hours.items()}
     total, (first, second) = sum(hours.values()), sorted(hours, key=lambda w: -hours[w])[:2]
+    slow_total, heaviest = sum(slow_hours.values()), max(slow_hours, key=lambda w: slow_hours[w])
     if language == "en":
         return (
             f"About {total:.0f} hours over the six weeks, {total / len(hours):.0f} a week on average; the heaviest are "
-            f"week {first} ({hours[first]:.1f} hours) and week {second} ({hours[second]:.1f} hours)"
+            f"week {first} ({hours[first]:.1f} hours) and week {second} ({hours[second]:.1f} hours). With the reading "
+            f"at {slow:g} times the table's, about {slow_total:.0f} hours, {slow_total / len(hours):.0f} a week, and "
+            f"{slow_hours[heaviest]:.1f} in week {heaviest}"
         )
     return (
         f"六周共约 {total:.0f} 小时，平均每周 {total / len(hours):.0f} 小时；"
-        f"最重的是第 {first} 周（{hours[first]:.1f} 小时）和第 {second} 周（{hours[second]:.1f} 小时）"
+        f"最重的是第 {first} 周（{hours[first]:.1f} 小时）和第 {second} 周（{hours[second]:.1f} 小时）。"
+        f"阅读时间按表中的 {slow:g} 倍计算，则共约 {slow_total:.0f} 小时，平均每周 {slow_total / len(hours):.0f} 小时，"
+        f"第 {heaviest} 周为 {slow_hours[heaviest]:.1f} 小时"
     )
 
 
@@ -412,6 +453,8 @@ def regenerate(language: str, text: str, sizes: dict[str, NotebookSize], folder:
         start, end = _between(text, SIX_START, SIX_END, language)
         block = six_week_plan(language, text[start:end], sizes)
         text = text[:start] + block + text[end:]
+        if not SIX_SAID[language].search(text):
+            raise ValueError(f"the {language} guide has a six-week table but not the sentence that sums it up")
         text = SIX_SAID[language].sub(lambda _: six_week_summary(language, block), text, count=1)
     sessions = session_notebooks(text)
     lines, current, weekly = text.split("\n"), None, {}
@@ -536,6 +579,65 @@ def quote_problems(language: str, text: str, folder: Path = NOTEBOOKS, quotes: t
     return problems
 
 
+# The slide limits as the guides state them, and the projector setting as the lab kit pages state it.
+SLIDE_LIMITS_SAID = {
+    "en": re.compile(r"No slide holds more than (\d+) words of prose or (\d+) lines"),
+    "zh": re.compile(r"每张幻灯片的正文不超过 (\d+) 个词[^，]*，高度不超过 (\d+) 行"),
+}
+PROJECTOR_SAID = {
+    "en": re.compile(r"figures at (\d+) dpi instead of (\d+), with no text smaller than (\d+) points"),
+    "zh": re.compile(r"图以 (\d+) dpi 显示（而不是 (\d+) dpi），所有文字不小于 (\d+) 磅"),
+}
+
+
+def settings_problems(language: str, guide: str, lab_kit: str) -> list[str]:
+    """Where the guide ``guide`` states other slide limits than tools/slides.py's, or the lab kit page ``lab_kit``
+    another projector setting than transformer_course/viz.py's (or either no longer states them)."""
+    from tools import slides
+    from transformer_course import viz
+
+    problems = []
+    said = SLIDE_LIMITS_SAID[language].search(" ".join(guide.split()))
+    if said is None:
+        problems.append(f"the {language} guide no longer states the slide limits")
+    elif (int(said[1]), int(said[2])) != (slides.MAX_SLIDE_WORDS, slides.MAX_SLIDE_LINES):
+        problems.append(
+            f"the {language} guide says {said[1]} words and {said[2]} lines a slide; tools/slides.py has "
+            f"{slides.MAX_SLIDE_WORDS} and {slides.MAX_SLIDE_LINES}"
+        )
+    said = PROJECTOR_SAID[language].search(" ".join(lab_kit.split()))
+    if said is None:
+        problems.append(f"the {language} lab kit page no longer states the projector setting")
+    elif (int(said[1]), int(said[3])) != (viz.PROJECTOR_DPI, viz.PROJECTOR_MIN_FONT):
+        problems.append(
+            f"the {language} lab kit page says {said[1]} dpi and {said[3]} points; transformer_course/viz.py has "
+            f"{viz.PROJECTOR_DPI} and {viz.PROJECTOR_MIN_FONT:g}"
+        )
+    notebook_dpi = re.search(r'"figure\.dpi": PROJECTOR_DPI if projector else (\d+)', Path(viz.__file__).read_text())
+    if said is not None and (notebook_dpi is None or notebook_dpi[1] != said[2]):
+        problems.append(f"the {language} lab kit page says the notebook style draws at {said[2]} dpi; viz.py does not")
+    return problems
+
+
+def six_week_line_problems(language: str, text: str) -> list[str]:
+    """The session sheets of :data:`SIX_WEEK_SESSIONS` in the guide ``text`` without their six-week line."""
+    sheets, current = {}, None
+    for line in text.splitlines():
+        heading = SESSION_HEADING.match(line)
+        if heading:
+            current = heading.group(1) or heading.group(2)
+            sheets[current] = ""
+        elif line.startswith("#"):
+            current = None
+        elif current is not None:
+            sheets[current] += line + "\n"
+    return [
+        f"the {language} guide's session {number} has no line {SIX_WEEK_LINE[language]}"
+        for number in SIX_WEEK_SESSIONS
+        if SIX_WEEK_LINE[language] not in sheets.get(number, "")
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="rewrite both guides")
@@ -553,7 +655,8 @@ def main() -> int:
             stale.append(path.relative_to(ROOT))
             if args.write:
                 path.write_text(new, encoding="utf-8")
-        problems += quote_problems(language, new) + demo_problems(new)
+        problems += quote_problems(language, new) + demo_problems(new) + six_week_line_problems(language, new)
+        problems += settings_problems(language, new, LAB_KITS[language].read_text(encoding="utf-8"))
         problems += chinese_heading_problems(new) if language == "zh" else []
     for problem in problems:
         print(problem)
