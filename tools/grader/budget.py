@@ -5,7 +5,10 @@ interrupted and recorded as a ``CellTimeoutError``, and the next cells still run
 the learner's cells (answer cells, test cells, cells the learner added) share ``seconds`` for the whole notebook,
 while the teacher's cells (setup, context) get ``teacher_seconds`` each: a slow machine that takes long to import
 torch does not eat the learner's time. Once the budget is spent, each remaining learner cell gets one second.
-:class:`BudgetedExecute` is nbgrader's Execute with a fresh budget for every notebook it runs.
+:class:`BudgetedExecute` is nbgrader's Execute with a fresh budget for every notebook it runs. It also starts the
+kernel again when one dies before it answers (:data:`KERNEL_START_ATTEMPTS` tries in all): on a busy machine, or with
+``grade --jobs`` starting kernels side by side, a kernel now and then fails to start, and that is not the learner's
+doing. A kernel that dies once it has started (the learner's code crashed it) is not started again.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ import math
 import time
 from collections.abc import Callable
 from functools import cache
+
+# tries to start a notebook's kernel before the submission counts as one nbgrader could not grade
+KERNEL_START_ATTEMPTS = 3
 
 
 def is_learner_cell(cell: dict) -> bool:
@@ -61,8 +67,28 @@ def budgeted_execute() -> type:
         learner_timeout = Float(60.0, help="seconds for a notebook's learner cells in all").tag(config=True)
         teacher_timeout = Float(600.0, help="seconds for each of the teacher's cells").tag(config=True)
 
+        kernel_started = False  # set once this notebook's kernel has answered
+
+        def start_new_kernel_client(self):  # noqa: ANN201 (nbclient's signature; nbconvert calls this one)
+            client = super().start_new_kernel_client()
+            self.kernel_started = True
+            return client
+
         def preprocess(self, nb, resources):  # noqa: ANN001, ANN201 (nbconvert's signature)
-            self.timeout_func = TimeBudget(self.learner_timeout, self.teacher_timeout)
-            return super().preprocess(nb, resources)
+            for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+                self.timeout_func = TimeBudget(self.learner_timeout, self.teacher_timeout)
+                self.kernel_started = False
+                try:
+                    return super().preprocess(nb, resources)
+                except Exception as error:  # noqa: BLE001 (whatever stopped the kernel from starting)
+                    if self.kernel_started or attempt == KERNEL_START_ATTEMPTS:
+                        raise
+                    self.log.warning(
+                        "the kernel did not start (%s); starting it again (try %d of %d)",
+                        error,
+                        attempt + 1,
+                        KERNEL_START_ATTEMPTS,
+                    )
+            raise AssertionError("unreachable")
 
     return BudgetedExecute
