@@ -30,7 +30,7 @@ def _feedback_in_english():
     """Give the exercise checkers' feedback back in English after every test: a test of the Chinese feedback that
     fails half-way must not leave the next tests reading Chinese."""
     yield
-    from transformer_course.exercises._core import set_language
+    from transformer_course.language import set_language
 
     set_language("en")
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from transformer_course.claims import ClaimFailed, check, observe, within
+from transformer_course.language import set_language
 
 
 def test_a_claim_that_holds_prints_one_stable_line(capsys):
@@ -56,3 +57,21 @@ def test_observe_still_rejects_bad_arguments():
         observe(True, "")
     with pytest.raises(ValueError, match="one truth value"):
         observe(torch.tensor([True, False]), "two elements are ambiguous")
+
+
+def test_in_the_chinese_edition_the_claims_speak_chinese(capsys):
+    set_language("zh")
+    check(0.9991 > 0.995, "精确匹配率高于 99.5%", measured=0.9991)
+    assert capsys.readouterr().out == "成立：精确匹配率高于 99.5%\n"
+    with pytest.raises(ClaimFailed, match=r"^本次运行中这一结论不成立：精确匹配率高于 99\.5%（测得：0\.9）$"):
+        check(0.9 > 0.995, "精确匹配率高于 99.5%", measured=0.9)
+    assert observe(True, "缓存更快") is True
+    assert capsys.readouterr().out == "本次运行看到：缓存更快\n"
+    assert observe(False, "缓存更快", measured=0.5) is False
+    out = capsys.readouterr().out
+    assert out.startswith("本次运行没有看到：缓存更快（测得：0.5）。耗时取决于机器") and out.endswith(
+        "只报告，不检查。\n"
+    )
+    set_language("en")
+    check(True, "back in English")
+    assert capsys.readouterr().out == "holds: back in English\n"

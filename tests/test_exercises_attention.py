@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from tests.chinese_feedback import assert_mistake_named_in_chinese
 from transformer_course import scaled_dot_product_attention
 from transformer_course.exercises import attention as ex
-from transformer_course.exercises._core import set_language
+from transformer_course.language import set_language
 
 
 def test_reference_attention_equals_the_package_and_torch():

@@ -7,9 +7,9 @@ import torch
 
 from tests.chinese_feedback import assert_mistake_named_in_chinese
 from transformer_course.exercises import bert_gpt_vit as ex
-from transformer_course.exercises._core import set_language
 from transformer_course.families.bert import segment_ids
 from transformer_course.families.vit import patchify
+from transformer_course.language import set_language
 
 
 def _stub(*args):

@@ -10,10 +10,9 @@ from transformer_course.exercises._core import (
     ExerciseMistake,
     as_sentence,
     report,
-    set_language,
-    tr,
     translate_feedback,
 )
+from transformer_course.language import set_language, tr
 
 
 def test_as_sentence_capitalises_words_and_adds_a_full_stop():

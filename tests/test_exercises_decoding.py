@@ -11,7 +11,7 @@ from tests.chinese_feedback import assert_mistake_named_in_chinese
 from transformer_course.core.attention import KVCache, MultiHeadAttention
 from transformer_course.core.decoding import filter_logits
 from transformer_course.exercises import decoding as ex
-from transformer_course.exercises._core import set_language
+from transformer_course.language import set_language
 
 
 def _stub(*args):

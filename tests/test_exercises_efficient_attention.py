@@ -14,7 +14,7 @@ from transformer_course.efficient.low_rank_attention import (
 )
 from transformer_course.efficient.sparse_attention import longformer_mask
 from transformer_course.exercises import efficient_attention as ex
-from transformer_course.exercises._core import set_language
+from transformer_course.language import set_language
 
 
 def _stub(*args):

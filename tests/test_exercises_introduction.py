@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from transformer_course import Transformer, TransformerConfig
-from transformer_course.exercises._core import set_language
 from transformer_course.exercises.introduction import (
     check_cross_attention_shape,
     cross_attention_shape_reference,
 )
+from transformer_course.language import set_language
 
 
 def test_the_reference_is_the_shape_the_model_stores():

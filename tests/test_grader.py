@@ -20,7 +20,7 @@ import pytest
 from tools.course_notebooks import ROOT, colab_badge, colab_setup_block, notebook_paths, repository_url
 from tools.grader import course, throughput
 from tools.grader.assignment import Plan, build_source
-from tools.grader.budget import TimeBudget, is_learner_cell
+from tools.grader.budget import KERNEL_START_ATTEMPTS, TimeBudget, budgeted_execute, is_learner_cell
 from tools.grader.catalogue import all_checkers, find_exercises
 from tools.grader.collect import collect
 from tools.grader.flags import is_teacher_path, submission_flags
@@ -160,7 +160,7 @@ def test_a_fork_is_pinned_and_a_setup_cell_is_recognised_whatever_it_names() -> 
     assert pinned_badge(NOTEBOOK.name, REF, FORK).endswith(f"/a-teacher/transformer-course/blob/{REF}/notebooks/04_"
                                                            f"{NOTEBOOK.name[3:]})")  # fmt: skip
     cell = nbformat.read(NOTEBOOK, as_version=4).cells[1].source
-    assert course_setup_block(cell, NOTEBOOK.name) == colab_setup_block(NOTEBOOK.name)
+    assert course_setup_block(cell, NOTEBOOK.name) == (colab_setup_block(NOTEBOOK.name), "en")
     # a clone whose pyproject.toml names a fork (the notebooks name the course's repository): the cell is still
     # recognised, and pinned to the repository asked for
     forked = cell.replace(repository_url(), FORK)
@@ -171,6 +171,12 @@ def test_a_fork_is_pinned_and_a_setup_cell_is_recognised_whatever_it_names() -> 
     assert again == pin_setup_cell(cell, NOTEBOOK.name, "v2027.06") and again.endswith(
         cell[len(colab_setup_block(NOTEBOOK.name)) :]
     )
+    # the Chinese edition's setup cell, its comments in Chinese, is pinned and keeps them
+    chinese = colab_setup_block(NOTEBOOK.name, language="zh") + cell[len(colab_setup_block(NOTEBOOK.name)) :]
+    assert course_setup_block(chinese, NOTEBOOK.name) == (colab_setup_block(NOTEBOOK.name, language="zh"), "zh")
+    pinned = pin_setup_cell(chinese, NOTEBOOK.name, REF)
+    assert pinned.startswith("# 准备工作：在 Colab 上先安装课程包的 v2026.12 版本；")
+    assert 'git+{REPO_URL}@v2026.12"' in pinned
 
 
 @pytest.mark.parametrize(
@@ -284,6 +290,53 @@ def test_the_learner_cells_share_one_budget_and_the_teacher_cells_have_their_own
     assert budget(_cell()) == 1  # spent: one second for each cell left
     with pytest.raises(ValueError, match="seconds > 0, got 0"):
         TimeBudget(0, 300)
+
+
+def _one_cell_notebook(source: str) -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return notebook
+
+
+def test_a_kernel_that_dies_before_it_answers_is_started_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbclient.client import NotebookClient
+
+    real_start = NotebookClient.start_new_kernel_client
+    starts = []
+
+    def dies_the_first_time(self):  # noqa: ANN001, ANN202 (nbclient's signature)
+        starts.append(len(starts) + 1)
+        if len(starts) == 1:  # as nbclient does when the kernel dies before its first reply
+            self.kc = self.km.client()
+            self._cleanup_kernel()
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return real_start(self)
+
+    monkeypatch.setattr(NotebookClient, "start_new_kernel_client", dies_the_first_time)
+    execute = budgeted_execute()(learner_timeout=30, teacher_timeout=60)
+    notebook, _ = execute.preprocess(_one_cell_notebook("print(6 * 7)"), {})
+    assert starts == [1, 2]
+    assert notebook.cells[0].outputs[0]["text"] == "42\n"
+
+
+def test_a_kernel_the_learners_code_stops_is_not_started_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbclient.client import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    real_start = NotebookClient.start_new_kernel_client
+    starts = []
+
+    def counted(self):  # noqa: ANN001, ANN202 (nbclient's signature)
+        starts.append(1)
+        return real_start(self)
+
+    monkeypatch.setattr(NotebookClient, "start_new_kernel_client", counted)
+    execute = budgeted_execute()(learner_timeout=30, teacher_timeout=60)
+    with pytest.raises(DeadKernelError):
+        execute.preprocess(_one_cell_notebook("import os\nos._exit(1)"), {})
+    assert len(starts) == 1
+    assert KERNEL_START_ATTEMPTS == 3
 
 
 # ------------------------------------------------------------------------------------------------- the verdicts

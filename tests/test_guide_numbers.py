@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tools.guide_numbers import (
+    CHARACTERS_PER_MINUTE,
     GUIDES,
     LAB_KITS,
     QUOTES,
@@ -20,6 +21,7 @@ from tools.guide_numbers import (
     demo_references,
     longest_running,
     notebook_sizes,
+    prose_units,
     quote_problems,
     regenerate,
     session_line,
@@ -37,7 +39,7 @@ from tools.guide_numbers import (
 @pytest.mark.parametrize("language", sorted(GUIDES))
 def test_each_guide_quotes_the_notebooks_as_they_are(language):
     text = GUIDES[language].read_text(encoding="utf-8")
-    assert regenerate(language, text, notebook_sizes()) == text, (
+    assert regenerate(language, text, notebook_sizes(language)) == text, (
         f"{GUIDES[language].name} disagrees with the notebooks: run python -m tools.guide_numbers --write"
     )
 
@@ -48,6 +50,18 @@ def test_every_notebook_has_a_run_time_from_the_benchmark():
 
 
 SIZES = {"00": NotebookSize("00_a.ipynb", 1200, 150, 3.0), "01": NotebookSize("01_b.ipynb", 240, 30, None)}
+
+
+def test_chinese_prose_is_counted_in_characters_and_read_at_its_own_rate():
+    assert prose_units("注意力（attention）把 3 个词元混合。", "zh") == 9 + 1 + 1  # 9 characters, a word, a number
+    assert prose_units("Attention mixes 3 tokens.", "en") == 4
+    chinese = NotebookSize("00_a.ipynb", 2500, 150, 3.0, CHARACTERS_PER_MINUTE)
+    assert chinese.reading_minutes == 20.0  # 2500 / 250 + 150 / 15
+    sizes = notebook_sizes("zh")
+    assert all(size.per_minute == CHARACTERS_PER_MINUTE for size in sizes.values())
+    assert sizes.keys() == notebook_sizes("en").keys()
+    with pytest.raises(ValueError, match="language"):
+        notebook_sizes("fr")
 
 
 def test_the_generated_numbers():

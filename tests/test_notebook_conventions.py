@@ -158,7 +158,7 @@ class TestNotebook:
 def translated_notebook_problems(nb: nbformat.NotebookNode, name: str) -> list[str]:
     """What keeps a Chinese notebook (``name`` is its file name) from the course's conventions: the title
     ``# NN · 中文（English）``, the Colab badge opening notebooks/zh/, the 学习目标 and 小结 headings, the shared
-    setup cell that sets the checkers' language."""
+    setup cell (its comments in Chinese) that sets the reader's language."""
     found = []
     first = nb.cells[0] if nb.cells else None
     if first is None or first.cell_type != "markdown":
@@ -176,8 +176,8 @@ def translated_notebook_problems(nb: nbformat.NotebookNode, name: str) -> list[s
     if not re.search(r"^#+ .*小结", markdown, re.MULTILINE):
         found.append("no '小结' heading")
     code = [c for c in nb.cells if c.cell_type == "code"]
-    if not (code and code[0].source.startswith(colab_setup_block(name))):
-        found.append("the first code cell must start with tools.course_notebooks.colab_setup_block()")
+    if not (code and code[0].source.startswith(colab_setup_block(name, language="zh"))):
+        found.append("the first code cell must start with tools.course_notebooks.colab_setup_block(language='zh')")
     elif not code[0].source.endswith(setup_lines("zh")):
         found.append("the first code cell must end by setting the checkers' language: set_language('zh')")
     shown = [i for i, c in enumerate(nb.cells) if "NBVAL" in c.source]

@@ -1,15 +1,17 @@
-"""The Chinese edition: catalogues that record which English text they translate, and notebooks/zh/ built from
-them by ``python -m tools.translations build``.
+"""The Chinese edition: catalogues that record which English text (markdown and code) they translate, and
+notebooks/zh/ built from them by ``python -m tools.translations build`` and then run, so its outputs are Chinese.
 
-Two tests are strict on purpose and fail until the translation is complete and built: every English notebook has
-a complete, current catalogue, and every Chinese notebook is what ``build`` writes now. The others work on a
-copy of one notebook with a made-up catalogue in a temporary folder, so they hold whatever the real catalogues'
-state: they show that a changed English cell is named, that a hand-edited Chinese notebook is caught, and what
-``build`` writes.
+Three tests are strict on purpose and fail until the translation is complete, built and run: every English notebook
+has a complete, current catalogue; every Chinese notebook is what ``build`` writes now, with every code cell run
+since it changed; every Chinese code cell is the English program and its run printed the same numbers. The others
+work on a copy of one notebook with a made-up catalogue in a temporary folder, so they hold whatever the real
+catalogues' state: they show that a changed English cell is named, that a code translation that changes the program
+is refused, that a hand-edited Chinese notebook is caught, and what ``build`` writes.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -20,20 +22,23 @@ import nbformat
 import pytest
 from test_notebook_conventions import translated_notebook_problems
 
+from tools.code_translation import display_strings, same_program
 from tools.course_notebooks import NOTEBOOKS, ROOT, colab_badge, colab_setup_block, notebook_paths
 from tools.translations import (
     CatalogueProblems,
     Entry,
     build,
     catalogue_path,
-    import_exercise_checkers,
+    code_to_translate,
     markdown_cells,
     notebook_text,
+    pretranslated_code,
     problems,
     read_catalogue,
     rehash,
     relocate_links,
     setup_lines,
+    skeleton,
     source_hash,
     stale,
     translated_badge,
@@ -42,12 +47,11 @@ from tools.translations import (
     translated_path,
     write_catalogue,
 )
-from transformer_course.exercises import EXERCISES, Exercise, translate_feedback
 
 PATHS = notebook_paths()
 ZH_PATHS = translated_notebooks("zh")
 SAMPLE = "04"  # the notebook the temporary-folder tests copy
-NOT_ATTEMPTED = re.compile(r"^Exercise (\d+\.\d+) \(.*\): not attempted yet - ", re.MULTILINE)
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -66,11 +70,32 @@ def test_every_chinese_notebook_is_what_build_writes_now():
     assert not found, f"notebooks/zh/ is not up to date (python -m tools.translations build):\n{shown}"
 
 
+def _ignored(cell: nbformat.NotebookNode) -> bool:
+    return "nbval-ignore-output" in cell.metadata.get("tags", [])
+
+
+def _kinds(cell: nbformat.NotebookNode) -> list[tuple]:
+    """The kinds of a cell's outputs in order, one stream for consecutive pieces of it (how a stream is cut into
+    outputs depends on timing; nbval joins them too)."""
+    kinds: list[tuple] = []
+    for output in cell.outputs:
+        kind = (output.get("output_type"), output.get("name"), sorted(output.get("data", {})))
+        if not (kinds and kind[0] == "stream" and kinds[-1] == kind):
+            kinds.append(kind)
+    return kinds
+
+
+def _numbers(cell: nbformat.NotebookNode) -> list[str]:
+    """The numbers a cell printed, sorted (a translation may put them in another order)."""
+    text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    return sorted(NUMBER.findall(text))
+
+
 def code_and_output_differences(english: nbformat.NotebookNode, chinese: nbformat.NotebookNode) -> list[str]:
     """Where the Chinese notebook's cells differ from the English ones other than as the edition allows: the same
-    cells in the same order; code identical except the setup cell's added lines; outputs identical except each
-    checker's "not attempted yet" line in Chinese; each markdown cell records the hash of the current English."""
-    import_exercise_checkers()
+    cells in the same order; each code cell the same program (:func:`tools.code_translation.same_program`) with the
+    setup cell's added lines; each code cell run, with the same kinds of output and, where nbval compares them, the
+    same numbers printed; each markdown cell records the hash of the current English."""
     found = []
     if [(c.cell_type, c.get("id")) for c in english.cells] != [(c.cell_type, c.get("id")) for c in chinese.cells]:
         return ["its cells (types and ids, in order) are not the English notebook's"]
@@ -83,33 +108,25 @@ def code_and_output_differences(english: nbformat.NotebookNode, chinese: nbforma
             continue
         if en.cell_type != "code":
             continue
-        expected = en.source.rstrip() + "\n\n" + setup_lines("zh") if index == first_code else en.source
-        if zh.source != expected:
-            found.append(f"{where}: its code differs from the English cell")
-        if zh.execution_count != en.execution_count:
-            found.append(f"{where}: its execution count differs from the English cell")
-        if len(zh.outputs) != len(en.outputs):
-            found.append(f"{where}: it has {len(zh.outputs)} outputs, the English cell {len(en.outputs)}")
-            continue
-        for number, (en_out, zh_out) in enumerate(zip(en.outputs, zh.outputs)):
-            if en_out.get("output_type") == "stream" and zh_out.get("output_type") == "stream":
-                en_lines, zh_lines = en_out.text.splitlines(), zh_out.text.splitlines()
-                same = len(en_lines) == len(zh_lines) and all(
-                    z == (translate_feedback(e, "zh") if NOT_ATTEMPTED.match(e) else e)
-                    for e, z in zip(en_lines, zh_lines)
-                )
-                rest_same = {k: v for k, v in en_out.items() if k != "text"} == {
-                    k: v for k, v in zh_out.items() if k != "text"
-                }
-                if not (same and rest_same and en_out.text.endswith("\n") == zh_out.text.endswith("\n")):
-                    found.append(f"{where}: output {number} differs from the English one")
-            elif en_out != zh_out:
-                found.append(f"{where}: output {number} differs from the English one")
+        source = zh.source
+        if index == first_code:
+            if not source.endswith("\n\n" + setup_lines("zh")):
+                found.append(f"{where}: the setup cell does not end by setting the language")
+            source = source.removesuffix("\n\n" + setup_lines("zh"))
+        if not same_program(pretranslated_code(en.source, index == first_code, "x.ipynb"), source):
+            found.append(f"{where}: its code is not the English cell's program")
+        if en.source.strip() and zh.execution_count is None:
+            found.append(f"{where}: it has not been run")
+        if _kinds(en) != _kinds(zh):
+            found.append(f"{where}: its outputs are not of the kinds the English cell's are")
+        elif not _ignored(en) and _numbers(en) != _numbers(zh):
+            missing = sorted(set(_numbers(en)) ^ set(_numbers(zh)))[:6]
+            found.append(f"{where}: it printed other numbers than the English cell (differing: {missing})")
     return found
 
 
 @pytest.mark.parametrize("path", ZH_PATHS, ids=[p.name for p in ZH_PATHS])
-def test_chinese_code_and_outputs_are_the_english_ones(path):
+def test_chinese_code_is_the_english_program_and_printed_the_same_numbers(path):
     english = nbformat.read(NOTEBOOKS / path.name, as_version=4)
     found = code_and_output_differences(english, nbformat.read(path, as_version=4))
     assert not found, f"notebooks/zh/{path.name}: " + "; ".join(found[:10])
@@ -130,30 +147,33 @@ def made_up_translation(source: str) -> str:
     return text if title else f"{text}\n\n（译文）"
 
 
-@pytest.fixture
-def registered_exercises():
-    """Every exercise the sample's outputs name is registered, with a placeholder title where its checker module
-    does not register it yet; the registry is restored afterwards."""
-    import_exercise_checkers()
-    saved = dict(EXERCISES)
-    nb = nbformat.read(notebook_paths([SAMPLE])[0], as_version=4)
-    outputs = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
-    for number in NOT_ATTEMPTED.findall(outputs):
-        if number not in EXERCISES:
-            Exercise(number, f"exercise {number}", f"练习题 {number}")
-    yield
-    EXERCISES.clear()
-    EXERCISES.update(saved)
+def made_up_code_translation(source: str, notebook_name: str) -> str:
+    """A stand-in for a translated code cell: "译：" before every text a reader sees, the comments replaced by one
+    Chinese comment, the setup block's Chinese kept as it is."""
+    block = colab_setup_block(notebook_name, language="zh")
+    head, rest = (block, source[len(block) :]) if source.startswith(block) else ("", source)
+    tree = ast.parse(rest)
+    for node in display_strings(tree):
+        if isinstance(node, ast.Constant):
+            node.value = "译：" + node.value
+        else:
+            node.values.insert(0, ast.Constant("译："))
+    return head + ("\n" if head else "") + "# 译文（注释已译）\n" + ast.unparse(tree)
 
 
 @pytest.fixture
-def course(tmp_path, registered_exercises):
+def course(tmp_path):
     """tmp/notebooks/NN_name.ipynb (a copy of the sample) and a complete tmp/translations/zh/NN_name.md."""
     notebook = tmp_path / "notebooks" / notebook_paths([SAMPLE])[0].name
     notebook.parent.mkdir()
     shutil.copy2(notebook_paths([SAMPLE])[0], notebook)
     translations = tmp_path / "translations"
+    english = {c.id: c for c in nbformat.read(notebook, as_version=4).cells}
     entries = [Entry(c.id, source_hash(c.source), made_up_translation(c.source)) for c in markdown_cells(notebook)]
+    entries += [
+        Entry(cell_id, source_hash(english[cell_id].source), made_up_code_translation(source, notebook.name), "code")
+        for cell_id, source in code_to_translate(notebook).items()
+    ]
     write_catalogue(catalogue_path(notebook, "zh", translations), entries)
     return notebook, translations
 
@@ -164,6 +184,23 @@ def edit_cell(notebook: Path, index: int, change) -> nbformat.NotebookNode:
     change(nb.cells[index])
     nbformat.write(nb, notebook)
     return nb.cells[index]
+
+
+def edit_entry(notebook: Path, translations: Path, cell_id: str, change) -> None:
+    path = catalogue_path(notebook, "zh", translations)
+    entries = [
+        Entry(e.cell_id, e.en_hash, change(e.text), e.kind) if e.cell_id == cell_id else e for e in read_catalogue(path)
+    ]
+    write_catalogue(path, entries)
+
+
+def fake_run(target: Path) -> None:
+    """What running the Chinese notebook records, without running it: one output and a count per code cell."""
+    nb = nbformat.read(target, as_version=4)
+    for count, cell in enumerate((c for c in nb.cells if c.cell_type == "code"), start=1):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"第 {count} 格的输出\n")]
+        cell.execution_count = count
+    nbformat.write(nb, target)
 
 
 def test_a_changed_english_cell_is_named_until_its_translation_is_updated(course):
@@ -182,12 +219,7 @@ def test_a_changed_english_cell_is_named_until_its_translation_is_updated(course
         translated_notebook(notebook, "zh", translations)
     assert cell.id in str(refused.value)
     # the translator updates the entry, then records the English version it now translates
-    path = catalogue_path(notebook, "zh", translations)
-    entries = [
-        Entry(e.cell_id, e.en_hash, e.text + "\n\n译文尚未包含的一句话。") if e.cell_id == cell.id else e
-        for e in read_catalogue(path)
-    ]
-    write_catalogue(path, entries)
+    edit_entry(notebook, translations, cell.id, lambda text: text + "\n\n译文尚未包含的一句话。")
     assert problems(notebook, "zh", translations) != [], "the entry's hash is still the old one"
     rehash(notebook, cell.id, "zh", translations)
     assert problems(notebook, "zh", translations) == []
@@ -201,19 +233,72 @@ def test_missing_untranslated_and_extra_entries_are_named(course):
     path = catalogue_path(notebook, "zh", translations)
     cells = markdown_cells(notebook)
     entries = read_catalogue(path)
-    entries[1] = Entry(entries[1].cell_id, entries[1].en_hash, cells[1].source)  # still the English text
-    del entries[2]
+    first, second = (next(i for i, e in enumerate(entries) if e.cell_id == c.id) for c in cells[1:3])
+    entries[first] = Entry(cells[1].id, entries[first].en_hash, cells[1].source)  # still the English text
+    del entries[second]
     entries.append(Entry("deadbeef", "0" * 12, "多余的条目"))
+    entries.append(Entry("cafef00d", "0" * 12, "x = 1  # 多余", "code"))
     write_catalogue(path, entries)
     found = "\n".join(problems(notebook, "zh", translations))
     assert f"markdown cell {cells[1].id} " in found and "is not translated" in found
     assert f"markdown cell {cells[2].id} " in found and "has no translation" in found
     assert "catalogue entry deadbeef matches no markdown cell" in found
+    assert "catalogue code entry cafef00d matches no code cell" in found
     path.unlink()
     assert problems(notebook, "zh", translations) == [f"{notebook.name}: no catalogue {path}"]
 
 
-def test_build_writes_the_chinese_notebook(course):
+def test_a_code_translation_must_be_the_same_program_and_in_chinese(course):
+    notebook, translations = course
+    english = {c.id: c for c in nbformat.read(notebook, as_version=4).cells}
+    needed = code_to_translate(notebook)
+    cell_id = next(i for i in needed if "print(" in english[i].source and i != next(iter(needed)))
+    source = english[cell_id].source
+
+    def named(*words: str) -> list[str]:
+        return [p for p in problems(notebook, "zh", translations) if all(w in p for w in words)]
+
+    # a missing entry is named with the English it shows
+    path = catalogue_path(notebook, "zh", translations)
+    write_catalogue(path, [e for e in read_catalogue(path) if e.cell_id != cell_id])
+    assert named(f"code cell {cell_id} ", "shows English", "has no translation")
+    # the English source as the entry: not translated
+    write_catalogue(path, [*read_catalogue(path), Entry(cell_id, source_hash(source), source, "code")])
+    assert named(f"code cell {cell_id} ", "not translated") or named(f"code cell {cell_id} ", "still has English")
+    # translated text, but one more argument: not the same program
+    translated = made_up_code_translation(source, notebook.name)
+    edit_entry(notebook, translations, cell_id, lambda _: translated)
+    assert not named(f"code cell {cell_id} ")
+    changed = translated.replace("print(", "print(1, ", 1)  # one more thing printed
+    assert changed != translated
+    edit_entry(notebook, translations, cell_id, lambda _: changed)
+    assert named(f"code cell {cell_id}", "not the same program")
+    # an English change to the cell makes the entry stale
+    edit_entry(notebook, translations, cell_id, lambda _: translated)
+    edit_cell(notebook, list(english).index(cell_id), lambda c: setattr(c, "source", c.source + "\nx = 1"))
+    assert named(f"code cell {cell_id} ", "changed since it was translated")
+
+
+def test_the_program_check_allows_text_and_refuses_data():
+    english = """sentence = "the cat sat"  # data the model reads
+print(f"{n} tokens in {t:.1f} s")
+check(ok, "the loss falls below 2", measured=loss)
+ax.set_title("Attention weights")
+table = pd.DataFrame({"loss": [1.0]})
+"""
+    chinese = """sentence = "the cat sat"  # 模型读的数据
+print(f"用时 {t:.1f} 秒，共 {n} 个词元")
+check(ok, "损失降到 2 以下", measured=loss)
+ax.set_title("注意力权重")
+table = pd.DataFrame({"损失": [1.0]})
+"""
+    assert same_program(english, chinese)
+    assert not same_program(english, chinese.replace('"the cat sat"', '"那只猫坐着"'))  # data
+    assert not same_program(english, chinese.replace("{t:.1f}", "{t:.2f}"))  # a field's format
+    assert not same_program(english, chinese.replace("measured=loss", "measured=None"))
+
+
+def test_build_writes_the_chinese_notebook_and_keeps_outputs_only_for_unchanged_code(course):
     notebook, translations = course
     target = build(notebook, "zh", translations)
     assert target == notebook.parent / "zh" / notebook.name == translated_path(notebook, "zh")
@@ -224,7 +309,6 @@ def test_build_writes_the_chinese_notebook(course):
     assert text == notebook_text(chinese) and text.endswith("}\n") and text.startswith('{\n "cells": [\n  {\n')
     build(notebook, "zh", translations)
     assert target.read_text(encoding="utf-8") == text
-    assert stale(notebook, "zh", translations) == []
     # markdown: the catalogue's text, the hash of the English it translates, the badge opening notebooks/zh/
     entries = {e.cell_id: e for e in read_catalogue(catalogue_path(notebook, "zh", translations))}
     for en, zh in zip(english.cells, chinese.cells):
@@ -233,51 +317,56 @@ def test_build_writes_the_chinese_notebook(course):
             assert zh.source == relocate_links(
                 entries[en.id].text.replace(colab_badge(notebook.name), translated_badge(notebook.name))
             )
+        elif en.id in entries:
+            assert zh.source.startswith(entries[en.id].text) and zh.metadata == en.metadata
+        else:
+            assert zh.source == en.source and zh.metadata == en.metadata
     assert colab_badge(notebook.name) not in chinese.cells[0].source
     assert f"/blob/main/notebooks/zh/{notebook.name})" in chinese.cells[0].source
     assert chinese.metadata["translation"]["language"] == "zh"
     assert chinese.metadata["kernelspec"] == english.metadata["kernelspec"]
-    # code: the setup cell still starts with the shared block and ends by setting the language
-    setup = next(c for c in chinese.cells if c.cell_type == "code")
-    assert setup.source.startswith(colab_setup_block(notebook.name))
-    assert setup.source.endswith(
-        '\nfrom transformer_course.exercises import set_language\n\nset_language("zh")  # '
-        "the exercise checkers answer in Chinese"
+    # code: the setup cell starts with the shared block in Chinese and ends by setting the language
+    code = [c for c in chinese.cells if c.cell_type == "code"]
+    assert code[0].source.startswith(colab_setup_block(notebook.name, language="zh"))
+    assert code[0].source.endswith(
+        '\nfrom transformer_course.language import set_language\n\nset_language("zh")  # '
+        "从这里起，练习检查器、结论检查和图中的文字都用中文"
     )
-    # outputs: the checkers' "not attempted yet" lines in Chinese, everything else as stored
-    streams = "".join(o.get("text", "") for c in chinese.cells for o in c.get("outputs", []))
-    assert "not attempted yet" not in streams
-    assert len(re.findall(r"^练习 \d+\.\d+（.+）：尚未作答——", streams, re.MULTILINE)) == len(
-        NOT_ATTEMPTED.findall("".join(o.get("text", "") for c in english.cells for o in c.get("outputs", [])))
-    )
-    assert code_and_output_differences(english, chinese) == []
-    assert translated_notebook_problems(chinese, notebook.name) == []
+    # no English output is copied: the notebook is to be run, and until then every code cell is named
+    assert all(c.outputs == [] and c.execution_count is None for c in code)
+    unrun = stale(notebook, "zh", translations)
+    assert len(unrun) == sum(bool(c.source.strip()) for c in code) and "has not been run" in unrun[0]
+    assert f"python -m tools.execute_notebooks --language zh {SAMPLE}" in unrun[0]
+    # after a run, a rebuild keeps the outputs; a changed translation clears that cell's only
+    fake_run(target)
+    assert stale(notebook, "zh", translations) == []
+    ran = target.read_text(encoding="utf-8")
+    build(notebook, "zh", translations)
+    assert target.read_text(encoding="utf-8") == ran
+    changed = list(code_to_translate(notebook))[1]
+    edit_entry(notebook, translations, changed, lambda text: "# 译者改了一条注释\n" + text)
+    build(notebook, "zh", translations)
+    rebuilt = nbformat.read(target, as_version=4)
+    cleared = [c.id for c in rebuilt.cells if c.cell_type == "code" and c.execution_count is None]
+    assert cleared == [changed]
+    assert translated_notebook_problems(rebuilt, notebook.name) == []
 
 
 def test_a_hand_edited_chinese_notebook_is_caught(course):
     notebook, translations = course
     target = build(notebook, "zh", translations)
+    fake_run(target)
     english = nbformat.read(notebook, as_version=4)
     code = [i for i, c in enumerate(english.cells) if c.cell_type == "code"]
-    with_output = next(i for i in code[1:] if english.cells[i].outputs)
 
     def edit_code(cell):
         cell.source += "\nprint('edited by hand')"
 
-    def edit_output(cell):
-        out = cell.outputs[0]
-        if out.output_type == "stream":
-            out.text = "edited by hand\n" + out.text
-        else:
-            out.data["text/plain"] = "edited by hand"
-
-    for index, change, what in [(code[2], edit_code, "source"), (with_output, edit_output, "outputs")]:
-        build(notebook, "zh", translations)
-        cell = edit_cell(target, index, change)
-        found = stale(notebook, "zh", translations)
-        assert found and f"cell {index} (code {cell.id}): '{what}' differs from what build writes" in found[0], found
-        differences = code_and_output_differences(english, nbformat.read(target, as_version=4))
-        assert differences and differences[0].startswith(f"cell {index} (code {cell.id}): "), differences
+    cell = edit_cell(target, code[2], edit_code)
+    found = stale(notebook, "zh", translations)
+    assert any(f"cell {code[2]} (code {cell.id}): 'source' differs from what build writes" in f for f in found), found
+    differences = code_and_output_differences(english, nbformat.read(target, as_version=4))
+    assert f"cell {code[2]} (code {cell.id}): its code is not the English cell's program" in differences
     # a translation edited in the notebook instead of the catalogue is caught too
     build(notebook, "zh", translations)
     cell = edit_cell(target, 0, lambda c: setattr(c, "source", c.source + "\n手工修改。"))
@@ -287,6 +376,19 @@ def test_a_hand_edited_chinese_notebook_is_caught(course):
     )
     target.unlink()
     assert "does not exist" in stale(notebook, "zh", translations)[0]
+
+
+def test_skeleton_adds_the_missing_code_entries_and_keeps_the_translated_ones(course):
+    notebook, translations = course
+    path = catalogue_path(notebook, "zh", translations)
+    entries = read_catalogue(path)
+    code_entries = [e for e in entries if e.kind == "code"]
+    dropped = code_entries[1]
+    write_catalogue(path, [e for e in entries if e is not dropped])
+    skeleton(notebook, "zh", translations)
+    again = {(e.kind, e.cell_id): e for e in read_catalogue(path)}
+    assert again[("code", dropped.cell_id)].text == code_to_translate(notebook)[dropped.cell_id]  # to translate over
+    assert again[("code", code_entries[0].cell_id)] == code_entries[0]  # kept
 
 
 def test_links_that_leave_the_notebooks_folder_still_resolve(course):
@@ -314,11 +416,9 @@ def test_links_that_leave_the_notebooks_folder_still_resolve(course):
     assert (ROOT / "figures" / "architecture.png").exists()
 
 
-def test_nbval_and_the_notebook_tools_never_run_the_chinese_notebooks(tmp_path):
-    """pytest (the README's command and .ci/run's `pytest notebooks`) collects no notebook under notebooks/zh/
-    (pyproject.toml's norecursedirs); tools/execute_notebooks.py and the other tools take notebook_paths(), which
-    holds only notebooks/*.ipynb."""
-    assert PATHS and all(path.parent == NOTEBOOKS for path in notebook_paths())
+def test_nbval_runs_both_editions(tmp_path):
+    """pytest (the README's command) collects the notebooks under notebooks/zh/ as well as notebooks/*.ipynb: the
+    Chinese outputs are checked by running them, as the English ones are."""
     folder = tmp_path / "notebooks"
     (folder / "zh").mkdir(parents=True)
     english = notebook_paths(["00"])[0]
@@ -328,5 +428,5 @@ def test_nbval_and_the_notebook_tools_never_run_the_chinese_notebooks(tmp_path):
     collected = subprocess.run([*command, str(folder)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
     files = re.findall(r"^\s*<IPyNbFile (\S+)>", collected.stdout, re.MULTILINE)
-    assert files == [english.name], f"pytest would run these notebooks: {files}"
-    assert "<Dir zh>" not in collected.stdout
+    assert files == [english.name, english.name], f"pytest would run these notebooks: {files}"
+    assert "<Dir zh>" in collected.stdout

@@ -37,25 +37,46 @@ def _safe(value: str, what: str) -> str:
     return value
 
 
-def colab_setup_block(notebook_name: str | None = None, ref: str | None = None, repo_url: str | None = None) -> str:
+SETUP_LANGUAGES = ("en", "zh")
+
+
+def colab_setup_block(
+    notebook_name: str | None = None, ref: str | None = None, repo_url: str | None = None, language: str = "en"
+) -> str:
     """The lines every notebook's first code cell starts with: install the package on Colab, a no-op elsewhere;
     then stop with one sentence if that install replaced a library the session had already imported.
 
     ``notebook_name`` ("14_pretrained_encoder.ipynb") picks the extra that notebook installs (:data:`EXTRAS`).
     ``ref`` (a git tag such as "v2026.12") makes Colab install the course at that ref instead of the default branch,
-    and ``repo_url`` from another repository (a fork) than pyproject.toml's; the notebooks use neither."""
+    and ``repo_url`` from another repository (a fork) than pyproject.toml's; the notebooks use neither.
+    ``language`` "zh" gives the same code with its comments in Chinese (the Chinese edition's)."""
+    if language not in SETUP_LANGUAGES:
+        raise ValueError(f"language must be one of {SETUP_LANGUAGES}, got {language!r}")
     extra = EXTRAS.get((notebook_name or "")[:2])
-    at = f" at {_safe(ref, 'ref')}" if ref is not None else ""
+    safe_ref = _safe(ref, "ref") if ref is not None else None
     pin = f"@{ref}" if ref is not None else ""
     url = _safe(repo_url, "repo_url") if repo_url is not None else repository_url()
-    if extra:
-        first = (
-            f"# Setup. On Colab this installs the course package{at} with its [{extra}] extra first; elsewhere it only "
-            "imports.\n"
+    if language == "zh":
+        at = f"的 {safe_ref} 版本" if safe_ref else ""
+        with_extra = f"及其 [{extra}] 附加依赖" if extra else ""
+        first = f"# 准备工作：在 Colab 上先安装课程包{at}{with_extra}；在其他环境中只做导入。\n"
+        stop = "stop_if_restart_needed()  # 如果 pip 替换了本会话已导入的库，就在这里停下，并说明该怎么做\n"
+    else:
+        at = f" at {safe_ref}" if safe_ref else ""
+        if extra:
+            first = (
+                f"# Setup. On Colab this installs the course package{at} with its [{extra}] extra first; elsewhere it "
+                "only imports.\n"
+            )
+        else:
+            first = f"# Setup. On Colab this installs the course package{at} first; elsewhere it only imports.\n"
+        stop = (
+            "stop_if_restart_needed()  # stops, saying what to do, if pip replaced a library this session had "
+            "imported\n"
         )
+    if extra:
         package = f'    package = f"transformer-course[{extra}] @ git+{{REPO_URL}}{pin}"\n'
     else:
-        first = f"# Setup. On Colab this installs the course package{at} first; elsewhere it only imports.\n"
         package = f'    package = f"git+{{REPO_URL}}{pin}"\n'
     return (
         first + "import sys\n"
@@ -66,8 +87,7 @@ def colab_setup_block(notebook_name: str | None = None, ref: str | None = None, 
         "\n" + package + '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)\n'
         "\n"
         "from transformer_course.environment import stop_if_restart_needed\n"
-        "\n"
-        "stop_if_restart_needed()  # stops, saying what to do, if pip replaced a library this session had imported\n"
+        "\n" + stop
     )
 
 

@@ -1,7 +1,9 @@
 """Re-execute course notebooks in place, top to bottom in a fresh kernel, so their stored outputs are fresh.
 
-    python -m tools.execute_notebooks            # every notebook
-    python -m tools.execute_notebooks 03 04      # some, by number or file name
+    python -m tools.execute_notebooks                  # every notebook
+    python -m tools.execute_notebooks 03 04            # some, by number or file name
+    python -m tools.execute_notebooks --language zh 03 # the Chinese edition's (notebooks/zh/), built first by
+                                                       # python -m tools.translations build 03
 
 Run it after every package change that touches a notebook, then commit the notebooks with their outputs.
 """
@@ -45,8 +47,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help="notebook numbers or file names (default: all)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell")
+    parser.add_argument("--language", choices=["en", "zh"], default="en", help="zh: the Chinese edition's notebooks")
     args = parser.parse_args()
-    for path in notebook_paths(args.names):
+    paths = notebook_paths(args.names)
+    if args.language != "en":
+        paths = [path.parent / args.language / path.name for path in paths]
+        missing = [path.name for path in paths if not path.is_file()]
+        if missing:
+            raise SystemExit(f"not built yet: {', '.join(missing)}; run python -m tools.translations build first")
+    for path in paths:
         print(f"{path.name}: executing ...", flush=True)
         print(f"{path.name}: done in {execute(path, args.timeout):.1f} s", flush=True)
 

@@ -4,7 +4,8 @@ Generated (``--write`` rewrites both guides, ``--check`` names each stale place)
 
 * the table of section 1 (between ``<!-- notebook-sizes -->`` and ``<!-- /notebook-sizes -->``): each notebook's run
   time (benchmark section 7, ``python -m benchmarks.run --only 7``, stored in benchmarks/results.json), its words of
-  prose, its non-blank lines of code, and a reading time of words / 120 + lines / 15 minutes;
+  prose, its non-blank lines of code, and a reading time of words / 120 + lines / 15 minutes; in the Chinese guide,
+  the Chinese notebook's characters of prose (:func:`prose_units`) and characters / 250 + lines / 15 minutes;
 * each session's line "Reading time ... min; run time ... s (...)." (in Chinese "阅读时间 ... min；运行时间 ...
   s（...）。"), for the notebooks its heading names, and for the notebooks that print their training runs
   (:data:`RUN_LINES`) the line "Training in the run shown: ..." ("现场训练（本次运行）：...") read from their
@@ -27,8 +28,9 @@ Checked (``--check`` and tests/test_guide_numbers.py):
   lab kit pages (docs/lab_kit.md and its Chinese edition) state is transformer_course/viz.py's;
 * every session sheet the six-week plan teaches has its line "In the six-week plan" (:data:`SIX_WEEK_SESSIONS`).
 
-Both guides (docs/instructor_guide.md and its Chinese edition) are rewritten the same way; the sizes are the English
-notebooks'.
+Both guides (docs/instructor_guide.md and its Chinese edition) are rewritten the same way; the English guide's sizes
+are the English notebooks', the Chinese guide's the Chinese notebooks' (the run times are the English notebooks' for
+both: the same programs).
 
     python -m tools.guide_numbers            # print the table
     python -m tools.guide_numbers --write    # rewrite both guides
@@ -49,11 +51,15 @@ GUIDES = {"en": ROOT / "docs" / "instructor_guide.md", "zh": ROOT / "docs" / "in
 LAB_KITS = {"en": ROOT / "docs" / "lab_kit.md", "zh": ROOT / "docs" / "lab_kit.zh-CN.md"}
 RESULTS = ROOT / "benchmarks" / "results.json"
 WORDS_PER_MINUTE, LINES_PER_MINUTE = 120, 15
+# Chinese prose: characters (and English words or numbers in it, one each) per minute; the guide says why
+CHARACTERS_PER_MINUTE = 250
+PER_MINUTE = {"en": WORDS_PER_MINUTE, "zh": CHARACTERS_PER_MINUTE}
+CJK_OR_WORD = re.compile(r"[\u4e00-\u9fff]|[A-Za-z0-9_]+")
 TABLE_START, TABLE_END = "<!-- notebook-sizes -->", "<!-- /notebook-sizes -->"
 SIX_START, SIX_END = "<!-- six-week-plan -->", "<!-- /six-week-plan -->"
 HEADERS = {
     "en": ("notebook", "run time (s)", "words of prose", "lines of code", "reading time (min)", "all"),
-    "zh": ("笔记本", "运行时间 (s)", "正文词数", "代码行数", "阅读时间 (min)", "全部"),
+    "zh": ("笔记本", "运行时间 (s)", "正文字数", "代码行数", "阅读时间 (min)", "全部"),
 }
 # "### Session 3 (week 2): notebooks 03 and 04" / "### 第 3 次课（第 2 周）：笔记本 03 和 04"
 SESSION_HEADING = re.compile(
@@ -121,13 +127,14 @@ class NotebookSize:
     """One notebook's size and times: ``seconds`` is None when the benchmark has no run of it."""
 
     name: str
-    words: int
+    words: int  # of prose: English words, or in a Chinese notebook its characters (prose_units)
     lines: int
     seconds: float | None
+    per_minute: int = WORDS_PER_MINUTE  # the reading rate of ``words``
 
     @property
     def reading_minutes(self) -> float:
-        return self.words / WORDS_PER_MINUTE + self.lines / LINES_PER_MINUTE
+        return self.words / self.per_minute + self.lines / LINES_PER_MINUTE
 
 
 @dataclass(frozen=True)
@@ -239,20 +246,33 @@ QUOTES = (
 )
 
 
-def notebook_sizes() -> dict[str, NotebookSize]:
-    """Every English notebook's size, by its two-digit number ("03"), with its run time from benchmark section 7."""
+def prose_units(markdown: str, language: str = "en") -> int:
+    """How much prose ``markdown`` holds: its words (English), or its Chinese characters plus each English word or
+    number among them (Chinese)."""
+    if language == "zh":
+        return len(CJK_OR_WORD.findall(markdown))
+    return len(markdown.split())
+
+
+def notebook_sizes(language: str = "en") -> dict[str, NotebookSize]:
+    """Every notebook's size, by its two-digit number ("03"), with its run time from benchmark section 7: the English
+    notebooks', or with ``language`` "zh" the Chinese notebooks' (notebooks/zh/) read at
+    :data:`CHARACTERS_PER_MINUTE`."""
+    if language not in PER_MINUTE:
+        raise ValueError(f"language must be one of {sorted(PER_MINUTE)}, got {language!r}")
     times = {}
     if RESULTS.exists():
         rows = json.loads(RESULTS.read_text(encoding="utf-8"))["notebooks"]
         times = {row["notebook"]: row["seconds"] for row in rows}
     sizes = {}
-    for path in notebook_paths():
+    for english in notebook_paths():
+        path = english if language == "en" else english.parent / language / english.name
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        words = sum(len("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+        words = sum(prose_units("".join(c["source"]), language) for c in cells if c["cell_type"] == "markdown")
         lines = sum(
             1 for c in cells if c["cell_type"] == "code" for line in "".join(c["source"]).splitlines() if line.strip()
         )
-        sizes[path.name[:2]] = NotebookSize(path.name, words, lines, times.get(path.name))
+        sizes[path.name[:2]] = NotebookSize(path.name, words, lines, times.get(path.name), PER_MINUTE[language])
     return sizes
 
 
@@ -643,14 +663,13 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="rewrite both guides")
     parser.add_argument("--check", action="store_true", help="exit 1 if a guide is stale or misquotes a notebook")
     args = parser.parse_args()
-    sizes = notebook_sizes()
     if not (args.write or args.check):
-        print(size_table("en", sizes))
+        print(size_table("en", notebook_sizes("en")))
         return 0
     stale, problems = [], []
     for language, path in GUIDES.items():
         text = path.read_text(encoding="utf-8")
-        new = regenerate(language, text, sizes)
+        new = regenerate(language, text, notebook_sizes(language))
         if new != text:
             stale.append(path.relative_to(ROOT))
             if args.write:

@@ -1,56 +1,67 @@
 """The translation catalogues: one Markdown file per notebook under ``translations/<language>/``, and the
 translated notebooks built from them under ``notebooks/<language>/``.
 
-A catalogue holds one entry per markdown cell of the English notebook, in the notebook's order::
+A catalogue holds one entry per markdown cell of the English notebook, and one per code cell that shows the reader
+English (comments, docstrings, printed text, claims, figure labels: :mod:`tools.code_translation`), in the
+notebook's order::
 
     <!-- cell 528da808 · en 3f2a9c1b7d4e -->
-    # 04 · 缩放点积注意力 (Scaled dot-product attention)
+    # 04 · 缩放点积注意力
     ...
+    <!-- code 9b1c40aa · en 0d5e2f6a9c3b -->
+    ```python
+    # 每一行是一个查询对所有键的权重
+    ...
+    ```
 
-``cell`` is the English cell's id; ``en`` is the first 12 hex digits of the SHA-256 of the English source the
+``cell``/``code`` is the English cell's id; ``en`` is the first 12 hex digits of the SHA-256 of the English source the
 entry translates. When an English cell changes, its hash changes and the entry is stale until it is translated
-again and its ``en`` updated; ``python -m tools.translations check`` names every such cell.
+again and its ``en`` updated; ``python -m tools.translations check`` names every such cell. A code entry must be the
+same program as the English cell, with only comments, docstrings and the text the reader sees changed
+(:func:`tools.code_translation.same_program`); ``check`` names any that is not.
 
-    python -m tools.translations skeleton 04      # write a catalogue with the English text to translate over
+    python -m tools.translations skeleton 04      # add the missing entries, with the English to translate over
     python -m tools.translations check            # stale, missing or untranslated entries, per notebook
     python -m tools.translations rehash 04 CELL   # after updating a translation, record the current English hash
     python -m tools.translations build [04 ...]   # write notebooks/zh/NN_name.ipynb from the English + catalogue
     python -m tools.translations build --check    # only say which notebooks/zh/ files differ from a fresh build
+    python -m tools.execute_notebooks --language zh 04   # then run it, so its outputs are the Chinese ones
 
-``build`` makes the Chinese notebook from the English one: each markdown cell becomes its translation (links that
-leave ``notebooks/`` get one more ``../``, the Colab badge opens the Chinese file) and records the hash of the
-English text it translates in ``metadata.translation.en_sha256``; code cells and their outputs are copied, except
-that the first code cell (the shared setup) ends with ``set_language("zh")`` and each stored "not attempted yet"
-line of an exercise checker is shown as the Chinese checker prints it. Outputs are copied, never re-executed. It
-refuses a notebook whose catalogue has problems (see ``check``).
+``build`` makes the Chinese notebook's sources from the English one: each markdown cell becomes its translation
+(links that leave ``notebooks/`` get one more ``../``, the Colab badge opens the Chinese file) and records the hash of
+the English text it translates in ``metadata.translation.en_sha256``; each code cell becomes its translation, or
+stays as it is when it shows no English; the first code cell (the shared setup) has its setup block's comments in
+Chinese and ends with ``set_language("zh")``. Outputs are not copied from the English notebook: a Chinese notebook's
+outputs are those of running it (``tools.execute_notebooks``), and nbval checks them as it does the English ones.
+``build`` keeps a cell's stored outputs while its source is unchanged and clears them when it changes; ``build
+--check`` compares the sources and metadata and names the cells that have not been run since they changed.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import hashlib
-import importlib
-import pkgutil
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from tools.course_notebooks import NOTEBOOK_NAME, ROOT, colab_badge, notebook_paths
+from tools.code_translation import english_text, program_differences, same_program, untranslated
+from tools.course_notebooks import NOTEBOOK_NAME, ROOT, colab_badge, colab_setup_block, notebook_paths
 
 TRANSLATIONS = ROOT / "translations"
-MARKER = re.compile(r"^<!-- cell (?P<cell>[\w-]+) · en (?P<en>[0-9a-f]{12}) -->$", re.MULTILINE)
+MARKER = re.compile(r"^<!-- (?P<kind>cell|code) (?P<cell>[\w-]+) · en (?P<en>[0-9a-f]{12}) -->$", re.MULTILINE)
+FENCE = re.compile(r"\A```python\n(?P<code>.*?)\n?```\Z", re.DOTALL)
 CJK = re.compile(r"[\u4e00-\u9fff]")
-LANGUAGE_NAMES = {"zh": "Chinese"}
 
 
 @dataclass(frozen=True)
 class Entry:
     cell_id: str
     en_hash: str
-    text: str
+    text: str  # a markdown cell's translation; a code cell's translated source (without its fence)
+    kind: str = "cell"  # "cell" (markdown) or "code"
 
 
 class CatalogueProblems(Exception):
@@ -59,10 +70,6 @@ class CatalogueProblems(Exception):
     def __init__(self, problems: list[str]):
         super().__init__("\n".join(problems))
         self.problems = problems
-
-
-class UntranslatableOutput(Exception):
-    """A stored checker line names an exercise that no checker module registers (so it has no Chinese title)."""
 
 
 def source_hash(source: str) -> str:
@@ -91,14 +98,23 @@ def read_catalogue(path: Path) -> list[Entry]:
     for marker, following in zip(markers, markers[1:] + [None]):
         end = following.start() if following else len(text)
         body = text[marker.end() : end].removeprefix("\n").removesuffix("\n")
-        entries.append(Entry(marker["cell"], marker["en"], body))
+        if marker["kind"] == "code":
+            fenced = FENCE.match(body.strip("\n"))
+            if fenced is None:
+                raise ValueError(f"{path}: code entry {marker['cell']} is not one ```python ... ``` block")
+            body = fenced["code"]
+        entries.append(Entry(marker["cell"], marker["en"], body, marker["kind"]))
     return entries
+
+
+def _entry_text(entry: Entry) -> str:
+    body = f"```python\n{entry.text}\n```" if entry.kind == "code" else entry.text
+    return f"<!-- {entry.kind} {entry.cell_id} · en {entry.en_hash} -->\n{body}\n"
 
 
 def write_catalogue(path: Path, entries: list[Entry]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    parts = [f"<!-- cell {e.cell_id} · en {e.en_hash} -->\n{e.text}\n" for e in entries]
-    path.write_text("".join(parts), encoding="utf-8")
+    path.write_text("".join(_entry_text(e) for e in entries), encoding="utf-8")
 
 
 def markdown_cells(notebook: Path) -> list:
@@ -106,12 +122,50 @@ def markdown_cells(notebook: Path) -> list:
     return [cell for cell in nb.cells if cell.cell_type == "markdown"]
 
 
+def code_cells(notebook: Path) -> list:
+    nb = nbformat.read(notebook, as_version=4)
+    return [cell for cell in nb.cells if cell.cell_type == "code"]
+
+
+def pretranslated_code(cell_source: str, first: bool, notebook_name: str, language: str = "zh") -> str:
+    """A code cell before its catalogue entry applies: the first (setup) cell with the setup block's comments in
+    ``language``; any other cell as it is."""
+    block = colab_setup_block(notebook_name)
+    if first and cell_source.startswith(block):
+        return colab_setup_block(notebook_name, language=language) + cell_source[len(block) :]
+    return cell_source
+
+
+def _translated(english: str, translation: str) -> bool:
+    """False if the English cell shows a reader English after its setup block (if it has one) and the translation
+    has no Chinese there."""
+    head = translation.split("stop_if_restart_needed()", 1)
+    rest_en = english.split("stop_if_restart_needed()", 1)[-1].partition("\n")[2] if len(head) == 2 else english
+    rest_zh = head[1].partition("\n")[2] if len(head) == 2 else translation
+    return not english_text(rest_en) or bool(CJK.search(rest_zh))
+
+
+def code_to_translate(notebook: Path, language: str = "zh") -> dict[str, str]:
+    """The code cells of ``notebook`` that show the reader English, by id: their source as the catalogue entry
+    starts from (:func:`pretranslated_code`)."""
+    cells = code_cells(notebook)
+    found = {}
+    for index, cell in enumerate(cells):
+        source = pretranslated_code(cell.source, index == 0, notebook.name, language)
+        if english_text(source):
+            found[cell.id] = source
+    return found
+
+
 def problems(notebook: Path, language: str = "zh", translations: Path | None = None) -> list[str]:
-    """What keeps ``notebook``'s catalogue from matching it: each missing, stale, untranslated or extra entry."""
+    """What keeps ``notebook``'s catalogue from matching it: each missing, stale, untranslated or extra entry, and
+    each code entry that is not the same program as its cell."""
     path = catalogue_path(notebook, language, translations)
     if not path.is_file():
         return [f"{notebook.name}: no catalogue {_shown(path)}"]
-    entries = {e.cell_id: e for e in read_catalogue(path)}
+    all_entries = read_catalogue(path)
+    entries = {e.cell_id: e for e in all_entries if e.kind == "cell"}
+    code_entries = {e.cell_id: e for e in all_entries if e.kind == "code"}
     found = []
     cells = markdown_cells(notebook)
     for cell in cells:
@@ -126,25 +180,60 @@ def problems(notebook: Path, language: str = "zh", translations: Path | None = N
             found.append(f"{where} is not translated (its entry is the English text, or has no Chinese)")
     extra = set(entries) - {cell.id for cell in cells}
     found += [f"{notebook.name}: catalogue entry {cell_id} matches no markdown cell" for cell_id in sorted(extra)]
+    needed = code_to_translate(notebook, language)
+    code = code_cells(notebook)
+    for index, cell in enumerate(code):
+        first_line = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else ""
+        where = f"{notebook.name}: code cell {cell.id} ({first_line!r})"
+        entry = code_entries.get(cell.id)
+        if entry is None:
+            if cell.id in needed:
+                english = english_text(needed[cell.id])[0][:50]
+                found.append(f"{where} shows English ({english!r}) and has no translation")
+            continue
+        if entry.en_hash != source_hash(cell.source):
+            found.append(f"{where} changed since it was translated (en {entry.en_hash} -> {source_hash(cell.source)})")
+        elif not _translated(pretranslated_code(cell.source, index == 0, notebook.name, language), entry.text):
+            found.append(f"{where} is not translated (its entry has no Chinese beyond the setup block)")
+        elif untranslated(entry.text):
+            found.append(f"{where} still has English a reader sees: {untranslated(entry.text)[0][:60]!r}")
+        elif not same_program(pretranslated_code(cell.source, index == 0, notebook.name, language), entry.text):
+            found.append(
+                f"{where}: the translation is not the same program as the English cell (only comments, docstrings "
+                f"and the text a reader sees may change): " + program_differences(cell.source, entry.text)
+            )
+    extra = set(code_entries) - {cell.id for cell in code}
+    found += [f"{notebook.name}: catalogue code entry {cell_id} matches no code cell" for cell_id in sorted(extra)]
     return found
 
 
 def skeleton(notebook: Path, language: str = "zh", translations: Path | None = None) -> Path:
-    """A catalogue with the English text in every entry, to be translated over (never committed as it is)."""
+    """The catalogue with an entry for every cell that needs one: the entries it has stay, the missing ones get
+    the English text (markdown) or the source (code) to translate over, in the notebook's order."""
     path = catalogue_path(notebook, language, translations)
-    entries = [Entry(cell.id, source_hash(cell.source), cell.source) for cell in markdown_cells(notebook)]
+    have = {(e.kind, e.cell_id): e for e in read_catalogue(path)} if path.is_file() else {}
+    needed = code_to_translate(notebook, language)
+    entries = []
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        kind = "cell" if cell.cell_type == "markdown" else "code"
+        if (kind, cell.id) in have:
+            entries.append(have[(kind, cell.id)])
+        elif kind == "cell":
+            entries.append(Entry(cell.id, source_hash(cell.source), cell.source))
+        elif cell.id in needed:
+            entries.append(Entry(cell.id, source_hash(cell.source), needed[cell.id], "code"))
     write_catalogue(path, entries)
     return path
 
 
 def rehash(notebook: Path, cell_id: str, language: str = "zh", translations: Path | None = None) -> None:
-    """Record that the entry for ``cell_id`` now translates the English cell as it is."""
+    """Record that the entry for ``cell_id`` (markdown or code) now translates the English cell as it is."""
     path = catalogue_path(notebook, language, translations)
-    cells = {cell.id: cell for cell in markdown_cells(notebook)}
+    cells = {cell.id: cell for cell in nbformat.read(notebook, as_version=4).cells}
     if cell_id not in cells:
-        raise SystemExit(f"{notebook.name} has no markdown cell {cell_id}")
+        raise SystemExit(f"{notebook.name} has no cell {cell_id}")
     entries = [
-        Entry(e.cell_id, source_hash(cells[cell_id].source), e.text) if e.cell_id == cell_id else e
+        Entry(e.cell_id, source_hash(cells[cell_id].source), e.text, e.kind) if e.cell_id == cell_id else e
         for e in read_catalogue(path)
     ]
     write_catalogue(path, entries)
@@ -162,10 +251,8 @@ def translated_path(notebook: Path, language: str = "zh") -> Path:
 def setup_lines(language: str = "zh") -> str:
     """What the translated notebook's first code cell (the shared setup) gains at its end: two lines, with the
     blank line between an import and the code after it that ruff's import sorting asks for."""
-    return (
-        "from transformer_course.exercises import set_language\n\n"
-        f'set_language("{language}")  # the exercise checkers answer in {LANGUAGE_NAMES[language]}'
-    )
+    comment = {"zh": "从这里起，练习检查器、结论检查和图中的文字都用中文"}[language]
+    return f'from transformer_course.language import set_language\n\nset_language("{language}")  # {comment}'
 
 
 def with_setup_lines(source: str, language: str = "zh") -> str:
@@ -213,52 +300,19 @@ def translated_markdown(text: str, notebook_name: str, language: str = "zh") -> 
     return relocate_links(text)
 
 
-_exercises_imported = False
-
-
-def import_exercise_checkers() -> None:
-    """Import every module of ``transformer_course.exercises``, so each exercise is registered for
-    :func:`translate_feedback`."""
-    global _exercises_imported
-    if _exercises_imported:
-        return
-    import transformer_course.exercises as exercises
-
-    for module in pkgutil.iter_modules(exercises.__path__):
-        importlib.import_module(f"{exercises.__name__}.{module.name}")
-    _exercises_imported = True
-
-
-def translated_stream_text(text: str, language: str = "zh") -> str:
-    """A stored stream output with each exercise checker's "not attempted yet" line in ``language``."""
-    from transformer_course.exercises import translate_feedback
-
-    lines = text.splitlines(keepends=True)
-    out = []
-    for line in lines:
-        body = line.rstrip("\n")
-        out.append(translate_feedback(body, language) + line[len(body) :])
-    return "".join(out)
-
-
-def translated_outputs(outputs: list, language: str = "zh") -> list:
-    outputs = copy.deepcopy(outputs)
-    for output in outputs:
-        if output.get("output_type") == "stream":
-            output["text"] = translated_stream_text(output["text"], language)
-    return outputs
-
-
 def translated_notebook(
-    notebook: Path, language: str = "zh", translations: Path | None = None
+    notebook: Path, language: str = "zh", translations: Path | None = None, stored: nbformat.NotebookNode | None = None
 ) -> nbformat.NotebookNode:
-    """The translation of ``notebook`` (see the module's docstring); raises CatalogueProblems if its catalogue
-    does not match it."""
+    """The translation of ``notebook`` (see the module's docstring), with the outputs of ``stored`` (the translated
+    notebook as it is now) for each code cell whose source has not changed; raises CatalogueProblems if its
+    catalogue does not match it."""
     found = problems(notebook, language, translations)
     if found:
         raise CatalogueProblems(found)
-    import_exercise_checkers()
-    entries = {e.cell_id: e for e in read_catalogue(catalogue_path(notebook, language, translations))}
+    all_entries = read_catalogue(catalogue_path(notebook, language, translations))
+    entries = {e.cell_id: e for e in all_entries if e.kind == "cell"}
+    code_entries = {e.cell_id: e for e in all_entries if e.kind == "code"}
+    kept = {cell.id: cell for cell in stored.cells if cell.cell_type == "code"} if stored is not None else {}
     nb = nbformat.read(notebook, as_version=4)
     seen_code = False
     for cell in nb.cells:
@@ -267,14 +321,20 @@ def translated_notebook(
             cell.source = translated_markdown(entries[cell.id].text, notebook.name, language)
             cell.metadata["translation"] = {"en_sha256": en_hash}
         elif cell.cell_type == "code":
-            if not seen_code:
-                cell.source = with_setup_lines(cell.source, language)
-                seen_code = True
-            try:
-                cell.outputs = translated_outputs(cell.outputs, language)
-            except ValueError as error:
-                raise UntranslatableOutput(f"{notebook.name}: cell {cell.id}: {error}") from error
+            entry = code_entries.get(cell.id)
+            source = entry.text if entry else pretranslated_code(cell.source, not seen_code, notebook.name, language)
+            cell.source = source if seen_code else with_setup_lines(source, language)
+            seen_code = True
+            previous = kept.get(cell.id)
+            if previous is not None and previous.source == cell.source:
+                cell.outputs, cell.execution_count = previous.outputs, previous.execution_count
+            else:
+                cell.outputs, cell.execution_count = [], None
     nb.metadata["translation"] = {"language": language, "en_notebook": f"../{notebook.name}"}
+    if stored is not None:  # what running it records (its Python's version is dropped, as for the English)
+        for key in ("kernelspec", "language_info"):
+            if key in stored.metadata:
+                nb.metadata[key] = stored.metadata[key]
     return nb
 
 
@@ -287,7 +347,8 @@ def notebook_text(nb: nbformat.NotebookNode) -> str:
 def build(notebook: Path, language: str = "zh", translations: Path | None = None, target: Path | None = None) -> Path:
     """Write the translation of ``notebook`` (to ``target``, by default notebooks/<language>/NN_name.ipynb)."""
     target = target or translated_path(notebook, language)
-    text = notebook_text(translated_notebook(notebook, language, translations))
+    stored = nbformat.read(target, as_version=4) if target.is_file() else None
+    text = notebook_text(translated_notebook(notebook, language, translations, stored))
     target.parent.mkdir(parents=True, exist_ok=True)
     if not target.is_file() or target.read_text(encoding="utf-8") != text:
         target.write_text(text, encoding="utf-8")
@@ -315,23 +376,36 @@ def differences(actual: nbformat.NotebookNode, expected: nbformat.NotebookNode) 
     return found
 
 
+def not_run(nb: nbformat.NotebookNode) -> list[str]:
+    """The code cells of a translated notebook that have not been run since their source last changed."""
+    return [
+        _cell_name(index, cell)
+        for index, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and cell.source.strip() and cell.execution_count is None
+    ]
+
+
 def stale(notebook: Path, language: str = "zh", translations: Path | None = None) -> list[str]:
-    """Why notebooks/<language>/NN_name.ipynb is not what ``build`` would write now (empty if it is)."""
+    """Why notebooks/<language>/NN_name.ipynb is not what ``build`` and a run would write now (empty if it is)."""
     target = translated_path(notebook, language)
     shown = _shown(target)
     if not target.is_file():
         return [f"{shown} does not exist: python -m tools.translations build {notebook.name[:2]}"]
+    actual_text = target.read_text(encoding="utf-8")
+    actual = nbformat.reads(actual_text, as_version=4)
     try:
-        expected = translated_notebook(notebook, language, translations)
+        expected = translated_notebook(notebook, language, translations, stored=actual)
     except CatalogueProblems as error:
         return [f"{shown} cannot be rebuilt, its catalogue does not match the English notebook:"] + error.problems
-    except UntranslatableOutput as error:
-        return [f"{shown} cannot be rebuilt: {error}"]
-    actual_text = target.read_text(encoding="utf-8")
+    unrun = [
+        f"{shown}: {cell} has not been run since it changed: python -m tools.execute_notebooks --language "
+        f"{language} {notebook.name[:2]}"
+        for cell in not_run(expected)
+    ]
     if actual_text == notebook_text(expected):
-        return []
-    found = differences(nbformat.reads(actual_text, as_version=4), expected)
-    return [f"{shown}: {difference}" for difference in found or ["its bytes differ from a fresh build"]]
+        return unrun
+    found = differences(actual, expected)
+    return [f"{shown}: {difference}" for difference in found or ["its bytes differ from a fresh build"]] + unrun
 
 
 def translated_notebooks(language: str = "zh") -> list[Path]:
@@ -376,9 +450,6 @@ def build_command(paths: list[Path], language: str, check_only: bool) -> int:
             print(f"wrote {_shown(build(path, language))}")
         except CatalogueProblems as error:
             print(f"not built: {path.name}, its catalogue does not match it:", *error.problems, sep="\n  ")
-            failed += 1
-        except UntranslatableOutput as error:
-            print(f"not built: {error}")
             failed += 1
     if failed:
         verb = "are stale or missing" if check_only else "were not built"

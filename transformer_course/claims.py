@@ -19,11 +19,17 @@ CPU change them. Those are reported, never raised, with :func:`observe`::
 prints ``seen on this run: ...`` or ``not seen on this run: ... (measured: ...)`` and returns whether it was seen,
 so Run All never stops on a busy machine. ``check`` stays for what holds anywhere: counts, shapes, work counted
 from the shapes, bytes, trained numbers with a tolerance.
+
+In the Chinese edition (``set_language("zh")``, :mod:`transformer_course.language`) the notebook's code passes the
+claim in Chinese and the lines read ``成立：...``, ``本次运行看到：...``, ``本次运行没有看到：...``; the error says in
+Chinese that the claim does not hold.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from transformer_course.language import tr
 
 __all__ = ["ClaimFailed", "check", "observe", "within"]
 
@@ -41,6 +47,13 @@ def _truth(condition: Any, claim: Any) -> bool:
         raise ValueError(f"condition must have one truth value (a bool or a one-element tensor): {error}") from None
 
 
+def _measured(measured: Any) -> str:
+    """`` (measured: ...)`` after a claim, in the reader's language; empty when nothing was measured."""
+    if measured is None:
+        return ""
+    return tr(f" (measured: {measured!r})", f"（测得：{measured!r}）")
+
+
 def check(condition: Any, claim: str, measured: Any = None) -> None:
     """Print ``holds: <claim>`` if ``condition`` is true, else raise :class:`ClaimFailed` naming the measured value.
 
@@ -50,9 +63,10 @@ def check(condition: Any, claim: str, measured: Any = None) -> None:
     line stays the same on every machine.
     """
     if not _truth(condition, claim):
-        detail = "" if measured is None else f" (measured: {measured!r})"
-        raise ClaimFailed(f"the claim does not hold on this run: {claim}{detail}")
-    print(f"holds: {claim}")
+        raise ClaimFailed(
+            tr("the claim does not hold on this run: ", "本次运行中这一结论不成立：") + claim + _measured(measured)
+        )
+    print(tr("holds: ", "成立：") + claim)
 
 
 def observe(condition: Any, claim: str, measured: Any = None) -> bool:
@@ -65,12 +79,16 @@ def observe(condition: Any, claim: str, measured: Any = None) -> bool:
     """
     seen = _truth(condition, claim)
     if seen:
-        print(f"seen on this run: {claim}")
+        print(tr("seen on this run: ", "本次运行看到：") + claim)
     else:
-        detail = "" if measured is None else f" (measured: {measured!r})"
         print(
-            f"not seen on this run: {claim}{detail}. Times depend on the machine and on what else it is doing, so "
-            "this is reported, not checked."
+            tr("not seen on this run: ", "本次运行没有看到：")
+            + claim
+            + _measured(measured)
+            + tr(
+                ". Times depend on the machine and on what else it is doing, so this is reported, not checked.",
+                "。耗时取决于机器和它同时在做的事，所以这里只报告，不检查。",
+            )
         )
     return seen
 

@@ -23,6 +23,8 @@ from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 from torch import Tensor
 
+from transformer_course.language import get_language, tr, use_chinese_font
+
 STYLES = ("notebook", "projector")
 STYLE_VARIABLE = "TRANSFORMER_COURSE_STYLE"  # the style set_style() picks when it is not given one
 PROJECTOR_DPI = 120  # figures on screen in the projector style (notebook style: 90); saved ones PROJECTOR_SAVE_DPI
@@ -44,6 +46,8 @@ def set_style(style: str | None = None) -> None:
     who starts JupyterLab with ``TRANSFORMER_COURSE_STYLE=projector`` gets every notebook's figures for the
     projector from the ``set_style()`` call the notebook already makes.
 
+    In the Chinese edition (``set_language("zh")``) it keeps a Chinese font as the fallback for Chinese text.
+
     Inside IPython it also shows figures as images only, without the text line "<Figure size ...>" that
     Jupyter stores beside each image (a machine-specific object repr in the committed outputs).
     """
@@ -63,6 +67,8 @@ def set_style(style: str | None = None) -> None:
             "axes.titlesize": 12 * PROJECTOR_SCALE if projector else 12,
         }
     )
+    if get_language() == "zh":  # seaborn's theme has just reset the fonts
+        use_chinese_font()
     _hide_figure_text_repr()
 
 
@@ -120,12 +126,12 @@ def plot_attention(
         square=True,
         annot=annotate,
         fmt=".2f",
-        cbar_kws={"label": "attention weight"},
+        cbar_kws={"label": tr("attention weight", "注意力权重")},
         xticklabels=list(key_labels) if key_labels is not None else "auto",
         yticklabels=list(query_labels) if query_labels is not None else "auto",
     )
-    ax.set_xlabel("key (attended to)")
-    ax.set_ylabel("query (attending)")
+    ax.set_xlabel(tr("key (attended to)", "键（被关注的）"))
+    ax.set_ylabel(tr("query (attending)", "查询（发出关注的）"))
     ax.tick_params(axis="x", rotation=90)
     ax.tick_params(axis="y", rotation=0)
     if title:
@@ -169,26 +175,32 @@ def draw_architecture() -> Figure:
             _box(ax, x, y + 0.6, width, tall, text, color)
             top = y + 0.6 + tall
             _arrow(ax, (middle, top), (middle, top + 0.4))
-            _box(ax, x, top + 0.4, width, short, "Add & LayerNorm", norm)
+            _box(ax, x, top + 0.4, width, short, tr("Add & LayerNorm", "相加与层归一化"), norm)
             _arrow(ax, (lane, top + 0.4 + short / 2), (edge, top + 0.4 + short / 2))
             y = top + 0.4 + short
         return y
 
     # encoder (left), residual arrows on its left
     encoder_x, decoder_x = 0.9, 7.0
-    encoder_top = stack(encoder_x, [("Multi-head self-attention", attention), ("Feed-forward", ffn)], side=-1)
+    encoder_top = stack(
+        encoder_x,
+        [(tr("Multi-head self-attention", "多头自注意力"), attention), (tr("Feed-forward", "前馈网络"), ffn)],
+        side=-1,
+    )
     ax.add_patch(
         FancyBboxPatch((0.3, 3.15), 4.2, encoder_top - 2.75, boxstyle="round,pad=0.1", fc="none", ec="0.5", ls="--")
     )
     ax.text(0.1, (3.15 + encoder_top + 0.4) / 2, "N x", ha="right", va="center", fontsize=_font(11))
-    ax.text(1.55, encoder_top + 0.15, "Encoder", ha="center", va="bottom", fontsize=_font(11), weight="bold")
+    ax.text(
+        1.55, encoder_top + 0.15, tr("Encoder", "编码器"), ha="center", va="bottom", fontsize=_font(11), weight="bold"
+    )
     # decoder (right), residual arrows on its right
     decoder_top = stack(
         decoder_x,
         [
-            ("Masked multi-head\nself-attention", attention),
-            ("Multi-head\ncross-attention", attention),
-            ("Feed-forward", ffn),
+            (tr("Masked multi-head\nself-attention", "带掩码的\n多头自注意力"), attention),
+            (tr("Multi-head\ncross-attention", "多头\n交叉注意力"), attention),
+            (tr("Feed-forward", "前馈网络"), ffn),
         ],
         side=1,
     )
@@ -199,12 +211,29 @@ def draw_architecture() -> Figure:
     )
     ax.text(decoder_x + width + 0.9, (3.15 + decoder_top + 0.4) / 2, "x N", ha="left", va="center", fontsize=_font(11))
     ax.text(
-        decoder_x + 0.65, decoder_top + 0.15, "Decoder", ha="center", va="bottom", fontsize=_font(11), weight="bold"
+        decoder_x + 0.65,
+        decoder_top + 0.15,
+        tr("Decoder", "解码器"),
+        ha="center",
+        va="bottom",
+        fontsize=_font(11),
+        weight="bold",
     )
     # inputs
-    for x, label in ((encoder_x, "source tokens"), (decoder_x, "target tokens, shifted right")):
+    for x, label in (
+        (encoder_x, tr("source tokens", "源词元")),
+        (decoder_x, tr("target tokens, shifted right", "目标词元（右移一位）")),
+    ):
         middle = x + width / 2
-        _box(ax, x - 0.15, 1.6, width + 0.3, 0.7, "Embedding x sqrt(d_model)\n+ positional encoding", embed)
+        _box(
+            ax,
+            x - 0.15,
+            1.6,
+            width + 0.3,
+            0.7,
+            tr("Embedding x sqrt(d_model)\n+ positional encoding", "嵌入 x sqrt(d_model)\n+ 位置编码"),
+            embed,
+        )
         ax.text(middle, 0.85, label, ha="center", va="center", fontsize=_font(10))
         _arrow(ax, (middle, 1.05), (middle, 1.6))
         ax.plot([middle, middle], [2.3, 3.4], color="0.25", lw=1.2)
@@ -214,24 +243,41 @@ def draw_architecture() -> Figure:
         [encoder_x + width, 5.1, 5.1], [encoder_top - short / 2, encoder_top - short / 2, cross_y], color="0.25", lw=1.2
     )
     _arrow(ax, (5.1, cross_y), (decoder_x, cross_y))
-    ax.text(5.2, cross_y - 0.12, "encoder\noutput\n(K, V)", fontsize=_font(9), ha="left", va="top")
+    ax.text(
+        5.2,
+        cross_y - 0.12,
+        tr("encoder\noutput\n(K, V)", "编码器\n输出\n(K, V)"),
+        fontsize=_font(9),
+        ha="left",
+        va="top",
+    )
     # output layer
     middle = decoder_x + width / 2
-    _box(ax, decoder_x, decoder_top + 0.9, width, 0.5, "Linear + softmax", out)
+    _box(ax, decoder_x, decoder_top + 0.9, width, 0.5, tr("Linear + softmax", "线性层 + softmax"), out)
     _arrow(ax, (middle, decoder_top), (middle, decoder_top + 0.9))
     _arrow(ax, (middle, decoder_top + 1.4), (middle, decoder_top + 1.8))
-    ax.text(middle, decoder_top + 1.95, "next-token probabilities", ha="center", va="bottom", fontsize=_font(10))
+    ax.text(
+        middle,
+        decoder_top + 1.95,
+        tr("next-token probabilities", "下一个词元的概率"),
+        ha="center",
+        va="bottom",
+        fontsize=_font(10),
+    )
     ax.text(
         -0.6,
         0.35,
-        "Each arrow that goes around a sub-layer is a residual connection: Add & LayerNorm computes "
-        "LayerNorm(x + sublayer(x)).",
+        tr(
+            "Each arrow that goes around a sub-layer is a residual connection: Add & LayerNorm computes "
+            "LayerNorm(x + sublayer(x)).",
+            "每条绕过子层的箭头都是一个残差连接：“相加与层归一化”计算 LayerNorm(x + sublayer(x))。",
+        ),
         fontsize=_font(8.5),
         ha="left",
         va="bottom",
         color="0.3",
     )
-    ax.set_title("The Transformer (Vaswani et al., 2017)", fontsize=_font(12))
+    ax.set_title(tr("The Transformer (Vaswani et al., 2017)", "Transformer（Vaswani 等，2017）"), fontsize=_font(12))
     return fig
 
 
@@ -259,17 +305,21 @@ def plot_position_pair(table: Tensor, pos_a: int, pos_b: int, dims: tuple[int, i
     top.plot(index, a[shown].numpy(), "o", ms=5, label=f"PE({pos_a})")
     top.plot(index, b[shown].numpy(), "x", ms=6, mew=1.5, label=f"PE({pos_b})")
     top.set_ylim(-1.15, 1.15)
-    top.set_ylabel("value")
+    top.set_ylabel(tr("value", "值"))
     top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=_font(9))
     top.set_title(
-        f"positions {pos_a} and {pos_b} (offset {abs(pos_b - pos_a)}): dot product {float(a @ b):.2f}, "
-        f"cosine {cosine:.3f} over all {d_model} dims"
+        tr(
+            f"positions {pos_a} and {pos_b} (offset {abs(pos_b - pos_a)}): dot product {float(a @ b):.2f}, "
+            f"cosine {cosine:.3f} over all {d_model} dims",
+            f"位置 {pos_a} 和 {pos_b}（相差 {abs(pos_b - pos_a)}）：在全部 {d_model} 维上，点积 {float(a @ b):.2f}，"
+            f"余弦 {cosine:.3f}",
+        )
     )
     bottom.bar(index, (a * b)[shown].numpy(), color="0.45")
     bottom.axhline(0.0, color="0.2", lw=0.8)
     bottom.set_ylim(-1.1, 1.1)
-    bottom.set_ylabel("product")
-    bottom.set_xlabel("dimension (low = fast-turning, high = slow)")
+    bottom.set_ylabel(tr("product", "乘积"))
+    bottom.set_xlabel(tr("dimension (low = fast-turning, high = slow)", "维度（低维转得快，高维转得慢）"))
     fig.tight_layout()
     return fig
 
@@ -299,8 +349,11 @@ def plot_softmax_row(
     ax.bar(range(len(labels)), weights.numpy(), color=sns.color_palette("viridis", len(labels)))
     ax.set_xticks(range(len(labels)), list(labels), rotation=45, ha="right")
     ax.set_ylim(0.0, 1.05)
-    ax.set_ylabel("attention weight")
-    heading = f"T = {temperature:.2f}: max weight {float(weights.max()):.2f}, entropy {entropy:.2f} nats"
+    ax.set_ylabel(tr("attention weight", "注意力权重"))
+    heading = tr(
+        f"T = {temperature:.2f}: max weight {float(weights.max()):.2f}, entropy {entropy:.2f} nats",
+        f"T = {temperature:.2f}：最大权重 {float(weights.max()):.2f}，熵 {entropy:.2f} 奈特",
+    )
     ax.set_title(f"{title}\n{heading}" if title else heading, fontsize=_font(10))
     return ax
 
@@ -324,7 +377,7 @@ def plot_attention_heads(
     for name, labels, n in (("query_labels", query_labels, len_q), ("key_labels", key_labels, len_k)):
         if len(labels) != n:
             raise ValueError(f"{name} has {len(labels)} labels, expected {n}")
-    titles = [f"head {h}" for h in range(heads)] if titles is None else list(titles)
+    titles = [tr(f"head {h}", f"头 {h}") for h in range(heads)] if titles is None else list(titles)
     if len(titles) != heads:
         raise ValueError(f"got {len(titles)} titles for {heads} heads")
     size = 0.28 * max(len_q, len_k) + 0.9
@@ -342,11 +395,17 @@ def plot_attention_heads(
             yticklabels=list(query_labels) if h == 0 else False,
         )
         ax.set_title(titles[h], fontsize=_font(10))
-        ax.set_xlabel("key")
+        ax.set_xlabel(tr("key", "键"))
         ax.tick_params(axis="x", rotation=90, labelsize=_font(8))
         ax.tick_params(axis="y", rotation=0, labelsize=_font(8))
-    axes[0][0].set_ylabel("query")
-    fig.colorbar(axes[0][-1].collections[0], ax=list(axes[0]), label="attention weight", fraction=0.03, pad=0.02)
+    axes[0][0].set_ylabel(tr("query", "查询"))
+    fig.colorbar(
+        axes[0][-1].collections[0],
+        ax=list(axes[0]),
+        label=tr("attention weight", "注意力权重"),
+        fraction=0.03,
+        pad=0.02,
+    )
     if suptitle:
         fig.suptitle(suptitle, fontsize=_font(11))
     return fig
@@ -388,11 +447,11 @@ def plot_masks(
             yticklabels=query_labels if i == 0 else False,
         )
         ax.set_title(titles[i], fontsize=_font(10))
-        ax.set_xlabel("key position")
+        ax.set_xlabel(tr("key position", "键的位置"))
         ax.tick_params(axis="x", rotation=0, labelsize=_font(8))
         ax.tick_params(axis="y", rotation=0, labelsize=_font(8))
-    axes[0][0].set_ylabel("query position")
-    legend = "blue: may attend, grey: blocked"
+    axes[0][0].set_ylabel(tr("query position", "查询的位置"))
+    legend = tr("blue: may attend, grey: blocked", "蓝色：可以关注；灰色：被屏蔽")
     fig.suptitle(f"{suptitle}\n({legend})" if suptitle else legend, fontsize=_font(11))
     fig.tight_layout()
     return fig
@@ -490,18 +549,30 @@ def scaling_figure(rows: list[dict]) -> Figure:
     """
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=_size(10, 3.8))
     ns = [r["n"] for r in rows]
-    methods = (("written_out", "written out (scores materialised)"), ("sdpa", "F.scaled_dot_product_attention"))
+    methods = (
+        ("written_out", tr("written out (scores materialised)", "直接写出（分数矩阵放进内存）")),
+        ("sdpa", "F.scaled_dot_product_attention"),
+    )
     for method, label in methods:
         ax_t.plot(ns, [r[f"time {method} (s)"] * 1e3 for r in rows], marker="o", label=label)
         ax_m.plot(ns, [max(r[f"peak extra memory {method} (MB)"], 0.1) for r in rows], marker="o", label=label)
-    ax_m.plot(ns, [r["scores matrix (MB)"] for r in rows], ls="--", color="0.5", label="one n x n score matrix")
-    for ax, ylabel in ((ax_t, "time per call (ms)"), (ax_m, "peak extra memory (MB)")):
+    ax_m.plot(
+        ns,
+        [r["scores matrix (MB)"] for r in rows],
+        ls="--",
+        color="0.5",
+        label=tr("one n x n score matrix", "一个 n x n 分数矩阵"),
+    )
+    for ax, ylabel in (
+        (ax_t, tr("time per call (ms)", "每次调用的时间（毫秒）")),
+        (ax_m, tr("peak extra memory (MB)", "额外内存峰值（MB）")),
+    ):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("sequence length n (tokens)")
+        ax.set_xlabel(tr("sequence length n (tokens)", "序列长度 n（词元）"))
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=_font(8))
-    ax_t.set_title("attention time against n")
-    ax_m.set_title("attention memory against n")
+    ax_t.set_title(tr("attention time against n", "注意力耗时随 n 的变化"))
+    ax_m.set_title(tr("attention memory against n", "注意力内存随 n 的变化"))
     fig.tight_layout()
     return fig

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from tools.course_notebooks import ROOT, colab_badge, colab_setup_block, repository_url
+from tools.course_notebooks import ROOT, SETUP_LANGUAGES, colab_badge, colab_setup_block, repository_url
 
 # a git ref name that is safe in a URL and inside the setup cell's f-string: letters, digits, ". _ / -", no "..",
 # not starting with "-", "/" or ".", not ending with "/", "." or ".lock" (git check-ref-format's rules, narrowed)
@@ -111,11 +111,12 @@ def ref_is_local_tag(ref: str) -> bool:
     return result.returncode == 0
 
 
-def pinned_setup_block(notebook_name: str, ref: str, repo_url: str | None = None) -> str:
-    """The course's setup lines for ``notebook_name``, installing the course at ``ref`` on Colab, from ``repo_url``
-    (pyproject.toml's repository by default)."""
+def pinned_setup_block(notebook_name: str, ref: str, repo_url: str | None = None, language: str = "en") -> str:
+    """The course's setup lines for ``notebook_name`` (with comments in ``language``), installing the course at
+    ``ref`` on Colab, from ``repo_url`` (pyproject.toml's repository by default)."""
     check_ref(ref)
-    return colab_setup_block(notebook_name, ref=ref, repo_url=None if repo_url is None else check_repo_url(repo_url))
+    url = None if repo_url is None else check_repo_url(repo_url)
+    return colab_setup_block(notebook_name, ref=ref, repo_url=url, language=language)
 
 
 def pinned_badge(notebook_name: str, ref: str, repo_url: str | None = None, folder: str = "notebooks") -> str:
@@ -125,25 +126,26 @@ def pinned_badge(notebook_name: str, ref: str, repo_url: str | None = None, fold
     return colab_badge(notebook_name, ref=ref, repo_url=url, folder=folder)
 
 
-def course_setup_block(source: str, notebook_name: str) -> str:
-    """The course's setup block that a setup cell starts with, whatever repository and ref it names. Raises
-    ValueError if the cell does not start with one."""
+def course_setup_block(source: str, notebook_name: str) -> tuple[str, str]:
+    """The course's setup block that a setup cell starts with, whatever repository and ref it names, and the
+    language of its comments ("en" or "zh"). Raises ValueError if the cell does not start with one."""
     url, ref = _SETUP_URL.search(source), _SETUP_REF.search(source)
     if url and ref:
-        try:
-            block = colab_setup_block(notebook_name, ref=ref.group(1), repo_url=url.group(1))
-        except ValueError:
-            block = None
-        if block is not None and source.startswith(block):
-            return block
+        for language in SETUP_LANGUAGES:
+            try:
+                block = colab_setup_block(notebook_name, ref=ref.group(1), repo_url=url.group(1), language=language)
+            except ValueError:
+                continue
+            if source.startswith(block):
+                return block, language
     raise ValueError(f"{notebook_name}: the first code cell does not start with the course's setup block")
 
 
 def pin_setup_cell(source: str, notebook_name: str, ref: str, repo_url: str | None = None) -> str:
     """A course notebook's setup cell with its Colab install pinned to ``ref`` of ``repo_url`` (pyproject.toml's
     repository by default). Raises ValueError if the cell does not start with the course's setup block."""
-    block = course_setup_block(source, notebook_name)
-    return pinned_setup_block(notebook_name, ref, repo_url) + source[len(block) :]
+    block, language = course_setup_block(source, notebook_name)
+    return pinned_setup_block(notebook_name, ref, repo_url, language) + source[len(block) :]
 
 
 def pin_badge(markdown: str, badge: str, where: str) -> str:

@@ -6,6 +6,8 @@ A checker calls the reader's function on test inputs and prints one line of feed
 each checker accepts them and rejects typical mistakes.
 """
 
+from transformer_course.language import get_language, set_language, tr
+
 from ._core import (
     EXERCISES,
     Exercise,
@@ -13,10 +15,7 @@ from ._core import (
     expect,
     expect_close,
     expect_tensor,
-    get_language,
     report,
-    set_language,
-    tr,
     translate_feedback,
 )
 

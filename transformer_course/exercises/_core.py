@@ -13,26 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-LANGUAGES = ("en", "zh")
-_language = "en"
-
-
-def set_language(language: str) -> None:
-    """Give every checker's feedback in ``language``: "en" (English, the default) or "zh" (Chinese)."""
-    global _language
-    if language not in LANGUAGES:
-        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
-    _language = language
-
-
-def get_language() -> str:
-    """The language of the checkers' feedback: "en" or "zh"."""
-    return _language
-
-
-def tr(en: str, zh: str) -> str:
-    """The message in the feedback language: ``en`` or ``zh``."""
-    return zh if _language == "zh" else en
+from transformer_course.language import LANGUAGES, get_language, tr
 
 
 def _then(what: str) -> str:
@@ -59,7 +40,7 @@ class Exercise:
 
     def label(self, language: str | None = None) -> str:
         """ "Exercise 4.1 (attention from scratch)" or "练习 4.1（从零实现注意力）"."""
-        if (language or _language) == "zh":
+        if (language or get_language()) == "zh":
             return f"练习 {self.number}（{self.title_zh}）"
         return f"Exercise {self.number} ({self.title})"
 
@@ -116,7 +97,7 @@ def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float 
 def as_sentence(message: str) -> str:
     """``message`` as a sentence: a capital first letter (unless it starts with code, such as ``k_cache`` or
     ``fn(...)``) and a full stop at the end; in Chinese, a "。" unless it ends with punctuation already."""
-    if _language == "zh":
+    if get_language() == "zh":
         return message if not message or message[-1] in "。！？" else message + "。"
     first = message.split(" ", 1)[0].rstrip(",;:")
     if first.isalpha() and first.islower():
@@ -129,7 +110,7 @@ def as_sentence(message: str) -> str:
 def report(exercise: Exercise | str, check: Callable[[], None]) -> bool:
     """Run ``check`` and print one line: correct, not attempted yet, or what went wrong. Returns True if correct."""
     label = exercise.label() if isinstance(exercise, Exercise) else exercise
-    zh = _language == "zh"
+    zh = get_language() == "zh"
     try:
         check()
     except NotImplementedError:

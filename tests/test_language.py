@@ -1,0 +1,50 @@
+"""The reader's language (transformer_course.language): one switch for the checkers, the claims and the figures."""
+
+from __future__ import annotations
+
+import warnings
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+
+from transformer_course import language
+from transformer_course.language import CHINESE_FONTS, get_language, set_language, tr
+
+
+def test_the_language_is_english_until_set_and_a_wrong_one_is_named():
+    assert get_language() == "en" and tr("yes", "是") == "yes"
+    set_language("zh")
+    assert get_language() == "zh" and tr("yes", "是") == "是"
+    with pytest.raises(ValueError, match=r"language must be one of \('en', 'zh'\), got 'fr'"):
+        set_language("fr")
+    assert get_language() == "zh"
+
+
+def test_chinese_text_in_a_figure_draws_without_a_missing_glyph_warning(tmp_path):
+    if language.chinese_font(rescan=True) is None:
+        pytest.skip(f"no Chinese font on this machine (any of {', '.join(CHINESE_FONTS)}); .ci/run installs one")
+    from transformer_course.viz import set_style
+
+    with matplotlib.rc_context():
+        set_language("zh")
+        set_style("projector")  # seaborn's theme resets the fonts; set_style puts the Chinese one back
+        fig, ax = plt.subplots()
+        ax.set_title("注意力权重 (attention)")
+        ax.plot([0, 1], [0, 1], label="正弦")
+        ax.legend()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fig.savefig(tmp_path / "zh.png")
+        plt.close(fig)
+        set_style("notebook")
+
+
+def test_without_a_chinese_font_one_note_in_chinese_says_what_to_install(monkeypatch, capsys):
+    monkeypatch.setattr(language, "chinese_font", lambda rescan=False: None)
+    monkeypatch.setattr(language, "_font_missing_noted", False)
+    with warnings.catch_warnings():
+        assert language.use_chinese_font() is None
+        assert language.use_chinese_font() is None
+        out = capsys.readouterr().out
+        assert out.count("没有找到中文字体") == 1 and language.COLAB_FONT_PACKAGE in out

@@ -1,0 +1,179 @@
+"""What a translation may change in a code cell, and whether a translated cell is still the same program.
+
+The Chinese edition runs the English notebooks' code with its comments and its reader-facing text in Chinese. A
+translated cell may change:
+
+- comments;
+- docstrings;
+- the text of strings the reader sees: arguments of ``print``, ``check`` and ``observe`` (the claims), of the
+  plotting calls that write text (titles, axis labels, ``text``, ``annotate``, ``legend``), of an exception the
+  cell raises, ``label=``, ``title=``, ``xlabel=``, ``ylabel=``, ``description=`` and ``placeholder=`` keywords
+  anywhere, and anything inside ``pd.DataFrame(...)`` (its column names);
+- in an f-string in those places, the text around the ``{...}`` fields and the fields' order (Chinese orders words
+  differently); the fields themselves stay.
+
+Everything else stays byte for byte after parsing: names, numbers, operators, and every other string (data such as
+a sentence the model reads, dictionary keys, file names, format specifications). :func:`same_program` compares two
+sources with those parts blanked; :func:`needs_translation` says whether a cell has anything English a reader would
+see in those places.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+
+# calls whose string arguments (positional and keyword) are text for the reader
+DISPLAY_CALLS = frozenset(
+    {
+        "print",
+        "check",
+        "observe",
+        "set_title",
+        "set_xlabel",
+        "set_ylabel",
+        "suptitle",
+        "title",
+        "xlabel",
+        "ylabel",
+        "text",
+        "annotate",
+        "legend",
+        "Markdown",
+        "HTML",
+    }
+)
+# keywords whose string values are text for the reader, in any call
+DISPLAY_KEYWORDS = frozenset({"label", "title", "xlabel", "ylabel", "description", "placeholder"})
+# calls inside which every string is shown (a table's column names)
+TABLE_CALLS = frozenset({"DataFrame"})
+ENGLISH_WORDS = re.compile(r"[A-Za-z]{2,}[ ,:;.'-]+[A-Za-z]{2,}")
+PLACEHOLDER = "<text>"
+
+
+def _call_name(call: ast.Call) -> str:
+    function = call.func
+    if isinstance(function, ast.Attribute):
+        return function.attr
+    return function.id if isinstance(function, ast.Name) else ""
+
+
+def _is_string(node: ast.AST) -> bool:
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+def display_strings(tree: ast.AST) -> list[ast.AST]:
+    """The string nodes of ``tree`` that a translation may change (see the module's docstring)."""
+    found: list[ast.AST] = []
+
+    def strings_in(node: ast.AST) -> None:
+        # a string argument, or strings joined into one ("a" + f"b"), or a conditional choice of two
+        if _is_string(node):
+            found.append(node)
+        elif isinstance(node, ast.BinOp):
+            strings_in(node.left)
+            strings_in(node.right)
+        elif isinstance(node, ast.IfExp):
+            strings_in(node.body)
+            strings_in(node.orelse)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join":
+            strings_in(node.func.value)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and _is_string(body[0].value):
+                found.append(body[0].value)
+        if isinstance(node, ast.Call):
+            name = _call_name(node)
+            if name in TABLE_CALLS:
+                found += [n for n in ast.walk(node) if _is_string(n)]
+            if name in DISPLAY_CALLS:
+                for argument in node.args:
+                    strings_in(argument)
+                for keyword in node.keywords:
+                    strings_in(keyword.value)
+            for keyword in node.keywords:
+                if keyword.arg in DISPLAY_KEYWORDS:
+                    strings_in(keyword.value)
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            for argument in node.exc.args:
+                strings_in(argument)
+    return found
+
+
+def _text_of(node: ast.AST) -> str:
+    if isinstance(node, ast.Constant):
+        return node.value
+    return "".join(part.value for part in node.values if isinstance(part, ast.Constant))
+
+
+class _Blank(ast.NodeTransformer):
+    """Replaces each translatable string with the placeholder (an f-string keeps its fields, in sorted order)."""
+
+    def __init__(self, translatable: list[ast.AST]) -> None:
+        self.translatable = {id(node) for node in translatable}
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if id(node) in self.translatable:
+            if isinstance(node, ast.JoinedStr):
+                fields = sorted((part for part in node.values if isinstance(part, ast.FormattedValue)), key=ast.dump)
+                return ast.JoinedStr(values=[ast.Constant(PLACEHOLDER), *fields])
+            return ast.Constant(PLACEHOLDER)
+        return self.generic_visit(node)
+
+
+def program_shape(source: str) -> str:
+    """``source`` parsed, with comments dropped and every translatable string blanked: what a translation keeps."""
+    tree = ast.parse(source)
+    return ast.dump(_Blank(display_strings(tree)).visit(tree))
+
+
+def same_program(english: str, translated: str) -> bool:
+    """True if ``translated`` differs from ``english`` only where a translation may (see the module's docstring)."""
+    return program_shape(english) == program_shape(translated)
+
+
+def program_differences(english: str, translated: str) -> str:
+    """A short description of the first place where the two programs differ (for an error message)."""
+    try:
+        ast.parse(translated)
+    except SyntaxError as error:
+        return f"the translation is not valid Python: {error}"
+    left, right = program_shape(english), program_shape(translated)
+    start = next((i for i, (a, b) in enumerate(zip(left, right)) if a != b), min(len(left), len(right)))
+    around = slice(max(0, start - 60), start + 60)
+    return f"English ...{left[around]}... vs translation ...{right[around]}..."
+
+
+def english_comments(source: str) -> list[str]:
+    """The comments of ``source`` that contain English words."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return [t.string for t in tokens if t.type == tokenize.COMMENT and re.search(r"[A-Za-z]{2,}", t.string)]
+
+
+def english_text(source: str) -> list[str]:
+    """What a reader sees in English in ``source``: comments, and translatable strings with two English words or
+    more in a row."""
+    shown = [_text_of(node) for node in display_strings(ast.parse(source))]
+    return english_comments(source) + [text for text in shown if ENGLISH_WORDS.search(text)]
+
+
+ENGLISH_SENTENCE = re.compile(r"[A-Za-z]{2,}(?:[ ,;:'-]+[A-Za-z]{2,}){2,}")
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+
+
+def untranslated(source: str) -> list[str]:
+    """The comments and translatable strings of a translated cell that still read as English: three English words
+    or more in a row and no Chinese character. (Shape notes such as ``(batch, n, d)`` and code in backticks pass.)"""
+    shown = english_comments(source) + [_text_of(node) for node in display_strings(ast.parse(source))]
+    return [
+        text for text in shown if ENGLISH_SENTENCE.search(re.sub(r"`[^`]*`", "", text)) and not CHINESE.search(text)
+    ]
+
+
+def needs_translation(source: str) -> bool:
+    """True if the code cell ``source`` shows the reader English that the Chinese edition translates."""
+    return bool(english_text(source))

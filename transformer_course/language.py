@@ -1,0 +1,103 @@
+"""The language the course speaks to the reader: English by default, Chinese after ``set_language("zh")``.
+
+The setup cell of every Chinese notebook calls ``set_language("zh")``. From then on the exercise checkers give
+their feedback in Chinese, :mod:`transformer_course.claims` prints ``成立：...`` instead of ``holds: ...``, and the
+package's figures put Chinese text in a font that has the glyphs (:func:`use_chinese_font`). Code that speaks to
+the reader writes each message in both languages and lets :func:`tr` choose::
+
+    print(tr("the mask hides 6 entries", "掩码遮住了 6 个位置"))
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import warnings
+
+LANGUAGES = ("en", "zh")
+# fonts with the Chinese glyphs, in the order they are tried: Linux (Debian's fonts-noto-cjk, fonts-wqy-microhei),
+# macOS, Windows
+CHINESE_FONTS = (
+    "Noto Sans CJK SC",
+    "Noto Serif CJK SC",
+    "WenQuanYi Micro Hei",
+    "WenQuanYi Zen Hei",
+    "Source Han Sans SC",
+    "PingFang SC",
+    "Heiti SC",
+    "Microsoft YaHei",
+    "SimHei",
+)
+# the small font package Colab's setup installs when no font above is there (about 5 MB, from Ubuntu's archive)
+COLAB_FONT_PACKAGE = "fonts-wqy-microhei"
+_language = "en"
+_font_missing_noted = False  # the note that no Chinese font is installed is printed once
+
+
+def set_language(language: str) -> None:
+    """Speak ``language`` to the reader from now on: "en" (English, the default) or "zh" (Chinese). With "zh",
+    matplotlib's figures also get a Chinese font (:func:`use_chinese_font`)."""
+    global _language
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    _language = language
+    if language == "zh":
+        use_chinese_font()
+
+
+def get_language() -> str:
+    """The language the course speaks: "en" or "zh"."""
+    return _language
+
+
+def tr(en: str, zh: str) -> str:
+    """The message in the reader's language: ``en`` or ``zh``."""
+    return zh if _language == "zh" else en
+
+
+def chinese_font(rescan: bool = False) -> str | None:
+    """The first of :data:`CHINESE_FONTS` that matplotlib can find on this machine, or None. With ``rescan``,
+    matplotlib first lists the machine's fonts again: its cached list misses a font installed after it was made."""
+    from matplotlib import font_manager
+
+    if rescan:
+        font_manager.fontManager = font_manager._load_fontmanager(try_read_cache=False)
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return next((name for name in CHINESE_FONTS if name in installed), None)
+
+
+def _install_font_on_colab() -> bool:
+    """On Colab (root, Ubuntu, apt), install :data:`COLAB_FONT_PACKAGE`; True if it worked."""
+    if "google.colab" not in sys.modules or shutil.which("apt-get") is None:
+        return False
+    done = subprocess.run(
+        ["apt-get", "install", "-y", "-qq", COLAB_FONT_PACKAGE], capture_output=True, text=True, check=False
+    )
+    return done.returncode == 0
+
+
+def use_chinese_font() -> str | None:
+    """Let matplotlib draw Chinese text: the first font of :data:`CHINESE_FONTS` found (installed first on Colab)
+    becomes the fallback after matplotlib's own font, so Latin letters and digits look as in the English figures.
+    Returns the font's name; None, with a note in Chinese saying what to install, when there is none."""
+    import matplotlib
+
+    font = chinese_font() or chinese_font(rescan=True)
+    if font is None and _install_font_on_colab():
+        font = chinese_font(rescan=True)
+    if font is None:
+        global _font_missing_noted
+        if _font_missing_noted:
+            return None
+        _font_missing_noted = True
+        print(
+            "提示：本机没有找到中文字体，图中的中文会显示为方框。装一个即可，例如 Debian/Ubuntu 上 "
+            f"`apt-get install {COLAB_FONT_PACKAGE}`，然后重启内核。"
+        )
+        # matplotlib would warn once per missing glyph; the note above says it once
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        return None
+    # matplotlib falls back from one family of font.family to the next for a missing glyph
+    matplotlib.rcParams["font.family"] = ["sans-serif", font]
+    return font
