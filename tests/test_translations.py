@@ -285,14 +285,19 @@ print(f"{n} tokens in {t:.1f} s")
 check(ok, "the loss falls below 2", measured=loss)
 ax.set_title("Attention weights")
 table = pd.DataFrame({"loss": [1.0]})
+fig = plot_masks(m, titles=["padding", f"head {h}"], suptitle=f"{'left' if left else 'right'} padding")
+print(f"{'n':>6} {'loss':>8}")
 """
     chinese = """sentence = "the cat sat"  # 模型读的数据
 print(f"用时 {t:.1f} 秒，共 {n} 个词元")
 check(ok, "损失降到 2 以下", measured=loss)
 ax.set_title("注意力权重")
 table = pd.DataFrame({"损失": [1.0]})
+fig = plot_masks(m, titles=["填充", f"头 {h}"], suptitle=f"{'左侧' if left else '右侧'}填充")
+print(f"{'n':>6} {'损失':>6}")
 """
     assert same_program(english, chinese)
+    assert not same_program(english, chinese.replace("if left else", "if not left else"))  # the choice's test
     assert not same_program(english, chinese.replace('"the cat sat"', '"那只猫坐着"'))  # data
     assert not same_program(english, chinese.replace("{t:.1f}", "{t:.2f}"))  # a field's format
     assert not same_program(english, chinese.replace("measured=loss", "measured=None"))

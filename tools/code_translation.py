@@ -7,10 +7,12 @@ translated cell may change:
 - docstrings;
 - the text of strings the reader sees: arguments of ``print``, ``check`` and ``observe`` (the claims), of the
   plotting calls that write text (titles, axis labels, ``text``, ``annotate``, ``legend``), of an exception the
-  cell raises, ``label=``, ``title=``, ``xlabel=``, ``ylabel=``, ``description=`` and ``placeholder=`` keywords
-  anywhere, and anything inside ``pd.DataFrame(...)`` (its column names);
+  cell raises, ``label=``, ``title=``, ``titles=``, ``suptitle=``, ``xlabel=``, ``ylabel=``, ``description=`` and
+  ``placeholder=`` keywords anywhere (a list of strings there too), and anything inside ``pd.DataFrame(...)`` (its
+  column names);
 - in an f-string in those places, the text around the ``{...}`` fields and the fields' order (Chinese orders words
-  differently); the fields themselves stay.
+  differently); the fields themselves stay, except a field that only pads a literal, ``{'loss':>8}`` (a table's
+  header: its text and width may change), and the two strings of a choice, ``{'left' if left else 'right'}``.
 
 Everything else stays byte for byte after parsing: names, numbers, operators, and every other string (data such as
 a sentence the model reads, dictionary keys, file names, format specifications). :func:`same_program` compares two
@@ -46,7 +48,7 @@ DISPLAY_CALLS = frozenset(
     }
 )
 # keywords whose string values are text for the reader, in any call
-DISPLAY_KEYWORDS = frozenset({"label", "title", "xlabel", "ylabel", "description", "placeholder"})
+DISPLAY_KEYWORDS = frozenset({"label", "title", "titles", "suptitle", "xlabel", "ylabel", "description", "placeholder"})
 # calls inside which every string is shown (a table's column names)
 TABLE_CALLS = frozenset({"DataFrame"})
 ENGLISH_WORDS = re.compile(r"[A-Za-z]{2,}[ ,:;.'-]+[A-Za-z]{2,}")
@@ -72,6 +74,10 @@ def display_strings(tree: ast.AST) -> list[ast.AST]:
         # a string argument, or strings joined into one ("a" + f"b"), or a conditional choice of two
         if _is_string(node):
             found.append(node)
+            if isinstance(node, ast.JoinedStr):  # f"{'left' if left else 'right'} padding": the choice is text too
+                for field in node.values:
+                    if isinstance(field, ast.FormattedValue) and isinstance(field.value, ast.IfExp):
+                        strings_in(field.value)
         elif isinstance(node, ast.BinOp):
             strings_in(node.left)
             strings_in(node.right)
@@ -80,6 +86,11 @@ def display_strings(tree: ast.AST) -> list[ast.AST]:
             strings_in(node.orelse)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join":
             strings_in(node.func.value)
+        elif isinstance(node, ast.List | ast.Tuple):  # titles=["...", "..."]
+            for element in node.elts:
+                strings_in(element)
+        elif isinstance(node, ast.ListComp):  # titles=[f"head {h}" for h in ...]
+            strings_in(node.elt)
 
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module):
@@ -104,10 +115,21 @@ def display_strings(tree: ast.AST) -> list[ast.AST]:
     return found
 
 
+def _literal(field: ast.FormattedValue) -> bool:
+    """True for an f-string field that shows a string literal: ``{'loss':>8}``."""
+    return isinstance(field.value, ast.Constant) and isinstance(field.value.value, str)
+
+
 def _text_of(node: ast.AST) -> str:
     if isinstance(node, ast.Constant):
         return node.value
-    return "".join(part.value for part in node.values if isinstance(part, ast.Constant))
+    parts = []
+    for part in node.values:
+        if isinstance(part, ast.Constant):
+            parts.append(part.value)
+        elif isinstance(part, ast.FormattedValue) and _literal(part):
+            parts.append(part.value.value)
+    return " ".join(parts)
 
 
 class _Blank(ast.NodeTransformer):
@@ -119,7 +141,12 @@ class _Blank(ast.NodeTransformer):
     def visit(self, node: ast.AST) -> ast.AST:
         if id(node) in self.translatable:
             if isinstance(node, ast.JoinedStr):
-                fields = sorted((part for part in node.values if isinstance(part, ast.FormattedValue)), key=ast.dump)
+                node = self.generic_visit(node)  # the text inside a field's choice first
+                # a field that only pads a literal, f"{'loss':>8}", is text (a table's header), its width too
+                fields = sorted(
+                    (part for part in node.values if isinstance(part, ast.FormattedValue) and not _literal(part)),
+                    key=ast.dump,
+                )
                 return ast.JoinedStr(values=[ast.Constant(PLACEHOLDER), *fields])
             return ast.Constant(PLACEHOLDER)
         return self.generic_visit(node)

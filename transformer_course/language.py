@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import unicodedata
 import warnings
 
 LANGUAGES = ("en", "zh")
@@ -37,13 +38,24 @@ _font_missing_noted = False  # the note that no Chinese font is installed is pri
 
 def set_language(language: str) -> None:
     """Speak ``language`` to the reader from now on: "en" (English, the default) or "zh" (Chinese). With "zh",
-    matplotlib's figures also get a Chinese font (:func:`use_chinese_font`)."""
+    matplotlib's figures also get a Chinese font (:func:`use_chinese_font`) and pandas lines up columns of Chinese
+    text."""
     global _language
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
     _language = language
     if language == "zh":
         use_chinese_font()
+        _align_chinese_tables()
+
+
+def _align_chinese_tables() -> None:
+    """pandas pads a table's columns by characters; a Chinese character is two columns wide on screen."""
+    try:
+        import pandas
+    except ImportError:  # pandas is optional here: only the notebooks that show tables import it
+        return
+    pandas.set_option("display.unicode.east_asian_width", True)
 
 
 def get_language() -> str:
@@ -54,6 +66,17 @@ def get_language() -> str:
 def tr(en: str, zh: str) -> str:
     """The message in the reader's language: ``en`` or ``zh``."""
     return zh if _language == "zh" else en
+
+
+def display_width(text: str) -> int:
+    """The columns ``text`` takes in a monospace font: a Chinese character (or a full-width sign) takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def rjust(text: str, width: int) -> str:
+    """``text`` right-aligned in ``width`` columns (:func:`display_width`), as ``f"{text:>{width}}"`` does for
+    Latin text."""
+    return " " * max(0, width - display_width(text)) + text
 
 
 def chinese_font(rescan: bool = False) -> str | None:

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import checks
+from ..language import tr
 
 
 def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> Tensor:
@@ -34,8 +35,12 @@ def _check_sequence(x: Tensor, d_model: int, max_len: int, offset: int) -> None:
         raise ValueError(f"offset must be >= 0, got {offset}")
     if offset + x.shape[1] > max_len:
         raise ValueError(
-            f"sequence positions {offset}..{offset + x.shape[1] - 1} exceed the positional table's "
-            f"max_len={max_len}; build the model with a larger max_len"
+            tr(
+                f"sequence positions {offset}..{offset + x.shape[1] - 1} exceed the positional table's "
+                f"max_len={max_len}; build the model with a larger max_len",
+                f"序列位置 {offset}..{offset + x.shape[1] - 1} 超出了位置编码表的 max_len={max_len}；"
+                "请用更大的 max_len 构建模型",
+            )
         )
 
 

@@ -27,6 +27,7 @@ from torch import nn
 
 from .. import checks
 from ..claims import check, observe
+from ..language import rjust, tr
 from ..memory_tracker import matmul_flops, operator_calls
 from ..timing import ratio, time_in_turns
 
@@ -79,13 +80,20 @@ class LayerWork:
         names = self.calls[name, n] if (name, n) in self.calls else []
         kinds = {kind: names.count(kind) for kind in sorted(set(names) & MATRIX_PRODUCTS)}
         listed = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
-        return f"{sum(kinds.values())} of them matrix products ({listed})"
+        return tr(
+            f"{sum(kinds.values())} of them matrix products ({listed})",
+            f"其中 {sum(kinds.values())} 个是矩阵乘法（{listed}）",
+        )
 
     def flops_table(self) -> str:
         """The FLOPs of both layers at every length, and attention's over the RNN's (two decimals: exact ratios)."""
         lines = [
-            f"FLOPs of the matrix products for a batch of {self.batch} sequences, d = {self.d}",
-            f"{'n':>6} {'RNN':>13} {'attention':>15} {'attention/RNN':>14}",
+            tr(
+                f"FLOPs of the matrix products for a batch of {self.batch} sequences, d = {self.d}",
+                f"一批 {self.batch} 个序列、d = {self.d} 时矩阵乘法的浮点运算次数（FLOPs）",
+            ),
+            f"{'n':>6} {'RNN':>13} {rjust(tr('attention', '注意力'), 15)} "
+            f"{rjust(tr('attention/RNN', '注意力/RNN'), 14)}",
         ]
         for n in self.lengths:
             r, a = self.flops["RNN", n], self.flops["attention", n]
@@ -98,17 +106,33 @@ class LayerWork:
         calls each further step adds to the RNN."""
         first = self.lengths[0]
         lines = [
-            f"PyTorch operator calls of one forward pass, batch of {self.batch} sequences, d = {self.d}",
-            f"{'n':>6} {'RNN':>7} {'attention':>10}",
+            tr(
+                f"PyTorch operator calls of one forward pass, batch of {self.batch} sequences, d = {self.d}",
+                f"一次前向传播的 PyTorch 算子调用次数，一批 {self.batch} 个序列，d = {self.d}",
+            ),
+            f"{'n':>6} {'RNN':>7} {rjust(tr('attention', '注意力'), 10)}",
         ]
         lines += [f"{n:>6} {self.num_calls('RNN', n):>7} {self.num_calls('attention', n):>10}" for n in self.lengths]
         lines += [
-            f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: "
-            f"{self.num_calls('product', first)} operator calls",
-            f"attention at every n: {self.num_calls('attention', first)} operator calls, "
-            f"{self.products('attention', first)}",
-            f"RNN at n = {first}: {self.num_calls('RNN', first)} operator calls, {self.products('RNN', first)}",
-            f"RNN: each further step adds {self.rnn_calls_per_step:g} operator calls",
+            tr(
+                f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: "
+                f"{self.num_calls('product', first)} operator calls",
+                f"n = {first}：把 RNN 的乘加写成一次矩阵乘法加 tanh：{self.num_calls('product', first)} 次算子调用",
+            ),
+            tr(
+                f"attention at every n: {self.num_calls('attention', first)} operator calls, "
+                f"{self.products('attention', first)}",
+                f"注意力在每个 n 上：{self.num_calls('attention', first)} 次算子调用，"
+                f"{self.products('attention', first)}",
+            ),
+            tr(
+                f"RNN at n = {first}: {self.num_calls('RNN', first)} operator calls, {self.products('RNN', first)}",
+                f"RNN 在 n = {first} 时：{self.num_calls('RNN', first)} 次算子调用，{self.products('RNN', first)}",
+            ),
+            tr(
+                f"RNN: each further step adds {self.rnn_calls_per_step:g} operator calls",
+                f"RNN：每多一步，就多 {self.rnn_calls_per_step:g} 次算子调用",
+            ),
         ]
         return "\n".join(lines)
 
@@ -167,25 +191,37 @@ def check_operator_calls(work: LayerWork) -> None:
     lengths, first = work.lengths, work.lengths[0]
     check(
         all(work.flops["RNN", n] > 0 for n in lengths),
-        "PyTorch counts the RNN's matrix products: above 0 FLOPs at every n",
+        tr(
+            "PyTorch counts the RNN's matrix products: above 0 FLOPs at every n",
+            "PyTorch 统计到了 RNN 的矩阵乘法：每个 n 上的 FLOPs 都大于 0",
+        ),
         measured={n: work.flops["RNN", n] for n in lengths},
     )
     per_step = work.rnn_calls_per_step
     rnn_calls = {n: work.num_calls("RNN", n) for n in lengths}
     check(
         per_step >= 1 and all(rnn_calls[n] == rnn_calls[first] + per_step * (n - first) for n in lengths),
-        "every further step adds the same number of operator calls to the RNN: n rounds of small calls",
+        tr(
+            "every further step adds the same number of operator calls to the RNN: n rounds of small calls",
+            "RNN 每多一步，都多出同样多的算子调用：n 轮小调用",
+        ),
         measured=rnn_calls,
     )
     check(
         len({work.num_calls("attention", n) for n in lengths}) == 1,
-        "the attention layer makes the same number of operator calls at every n",
+        tr(
+            "the attention layer makes the same number of operator calls at every n",
+            "注意力层在每个 n 上的算子调用次数都相同",
+        ),
         measured={n: work.num_calls("attention", n) for n in lengths},
     )
     check(
         rnn_calls[first] > 10 * work.num_calls("product", first),
-        f"at n = {first} the RNN makes more than 10 times the operator calls of one matrix product and tanh doing "
-        "its multiply-adds",
+        tr(
+            f"at n = {first} the RNN makes more than 10 times the operator calls of one matrix product and tanh doing "
+            "its multiply-adds",
+            f"n = {first} 时，RNN 的算子调用次数是“一次矩阵乘法加 tanh 完成同样乘加”的 10 倍以上",
+        ),
         measured=(rnn_calls[first], work.num_calls("product", first)),
     )
 
@@ -207,14 +243,19 @@ class LayerTimes:
         """The times (and the RNN's time per step), attention's over the RNN's, and the single product's time."""
         work, first = self.work, self.work.lengths[0]
         lines = [
-            f"time on this thread, best of {self.repeats}",
-            f"{'n':>6} {'RNN (ms)':>10} {'RNN per step (us)':>18} {'attention (ms)':>15} {'attention/RNN':>14}",
+            tr(f"time on this thread, best of {self.repeats}", f"本线程上的耗时，取 {self.repeats} 次中最好的一次"),
+            f"{'n':>6} {'RNN (ms)':>10} {rjust(tr('RNN per step (us)', 'RNN 每步 (us)'), 18)} "
+            f"{rjust(tr('attention (ms)', '注意力 (ms)'), 15)} {rjust(tr('attention/RNN', '注意力/RNN'), 14)}",
         ]
         for n in work.lengths:
             r, a = self.ms["RNN", n], self.ms["attention", n]
             lines.append(f"{n:>6} {r:>10.2f} {1000 * r / n:>18.1f} {a:>15.2f} {self.attention_over_rnn(n):>14.2f}")
         lines.append(
-            f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: {self.ms['product', first]:.2f} ms"
+            tr(
+                f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: "
+                f"{self.ms['product', first]:.2f} ms",
+                f"n = {first}：把 RNN 的乘加写成一次矩阵乘法加 tanh：{self.ms['product', first]:.2f} ms",
+            )
         )
         return "\n".join(lines)
 
@@ -264,22 +305,34 @@ def report_times(times: LayerTimes, middle: int = 64) -> dict[str, bool]:
     return {
         "fixed cost": observe(
             ms["RNN", first] > 2 * ms["product", first],
-            f"at n = {first} the RNN takes more than twice as long as one matrix product doing its multiply-adds",
+            tr(
+                f"at n = {first} the RNN takes more than twice as long as one matrix product doing its multiply-adds",
+                f"n = {first} 时，RNN 的耗时是“一次矩阵乘法完成同样乘加”的两倍以上",
+            ),
             measured=(ms["RNN", first], ms["product", first]),
         ),
         "per step": observe(
             1 / 3 < per_step < 3,
-            f"the RNN's time per step at n = {last} is within a factor of 3 of its time per step at n = {middle}",
+            tr(
+                f"the RNN's time per step at n = {last} is within a factor of 3 of its time per step at n = {middle}",
+                f"RNN 在 n = {last} 时每步的耗时，与 n = {middle} 时每步的耗时相差不到 3 倍",
+            ),
             measured=per_step,
         ),
         "grows": observe(
             growth[1] > 2 * growth[0],
-            f"attention's time relative to the RNN's is more than twice as large at n = {last} as at n = {middle}",
+            tr(
+                f"attention's time relative to the RNN's is more than twice as large at n = {last} as at n = {middle}",
+                f"注意力耗时与 RNN 耗时之比，在 n = {last} 时是 n = {middle} 时的两倍以上",
+            ),
             measured=growth,
         ),
         "slower": observe(
             all(over_rnn[n] > 1 for n in above_middle),
-            f"attention takes longer than the RNN at every n from {above_middle[0]} to {last}",
+            tr(
+                f"attention takes longer than the RNN at every n from {above_middle[0]} to {last}",
+                f"从 {above_middle[0]} 到 {last} 的每个 n 上，注意力都比 RNN 慢",
+            ),
             measured=over_rnn,
         ),
     }
