@@ -37,6 +37,7 @@ DISPLAY_CALLS = frozenset(
         "set_xlabel",
         "set_ylabel",
         "suptitle",
+        "set_label",
         "title",
         "xlabel",
         "ylabel",

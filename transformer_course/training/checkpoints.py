@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ..core.model import Transformer, TransformerConfig
+from ..language import tr
 from ..text.tasks import Vocabulary
 from ..utils import rename_weights
 
@@ -119,12 +120,17 @@ def load_checkpoint(
 
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"no checkpoint file at {path}")
+        raise CheckpointError(tr(f"no checkpoint file at {path}", f"{path} 处没有检查点文件"))
     try:
         with safe_open(str(path), framework="pt") as f:
             metadata = f.metadata() or {}
     except Exception as error:  # safetensors raises its own error types for truncated or garbled files
-        raise CheckpointError(f"{path} is not a readable safetensors checkpoint ({error})") from error
+        raise CheckpointError(
+            tr(
+                f"{path} is not a readable safetensors checkpoint ({error})",
+                f"{path} 不是可读的 safetensors 检查点（{error}）",
+            )
+        ) from error
     if metadata.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(
             f"{path} is a safetensors file but not a transformer-course checkpoint "
@@ -141,7 +147,12 @@ def load_checkpoint(
         model = Transformer(config)
     elif model.config != config:
         diff = "; ".join(_config_differences(config, model.config))
-        raise CheckpointError(f"{path} was saved for a different model (checkpoint vs given: {diff})")
+        raise CheckpointError(
+            tr(
+                f"{path} was saved for a different model (checkpoint vs given: {diff})",
+                f"{path} 是为另一个模型保存的（检查点与给定模型的差别：{diff}）",
+            )
+        )
     try:
         _load_weights(model, path, device)
     except Exception as error:

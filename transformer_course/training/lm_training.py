@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import checks
+from ..language import tr
 from ..text.lm_data import random_windows
 from .loop import BatchLoss, History, run_training
 from .schedules import make_optimizer, warmup_cosine_lr
@@ -113,7 +114,10 @@ def train_language_model(
         return BatchLoss(loss + extra_loss(), recorded=loss.detach(), tokens=x.numel())
 
     def train_loss_text(recent: Sequence[float], lr: float) -> str:
-        return f"train loss {sum(recent) / len(recent):.3f} (mean of the last {len(recent)})"
+        return tr(
+            f"train loss {sum(recent) / len(recent):.3f} (mean of the last {len(recent)})",
+            f"训练损失 {sum(recent) / len(recent):.3f}（最近 {len(recent)} 步的平均）",
+        )
 
     return run_training(
         model,

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import checks
+from ..language import tr
 from .schedules import optimizer_update
 
 
@@ -83,7 +84,7 @@ class ProgressLine:
         if self.enabled:
             filled = round(self.width * step / self.total)
             bar = "#" * filled + "." * (self.width - filled)
-            self.stream.write(f"\rstep {step:>{len(str(self.total))}}/{self.total} [{bar}] {text}")
+            self.stream.write(f"\r{tr('step', '步')} {step:>{len(str(self.total))}}/{self.total} [{bar}] {text}")
             self.stream.flush()
 
     def close(self) -> None:
@@ -94,7 +95,7 @@ class ProgressLine:
 
 def mean_loss_text(recent: Sequence[float], lr: float) -> str:
     """The progress line's default text: the mean loss of the last ``log_every`` updates."""
-    return f"loss {sum(recent) / len(recent):.4f}"
+    return f"{tr('loss', '损失')} {sum(recent) / len(recent):.4f}"
 
 
 def run_training(

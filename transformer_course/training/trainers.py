@@ -27,6 +27,7 @@ from torch import Tensor, nn
 from .. import checks
 from ..core.decoding import greedy_decode
 from ..core.model import Transformer
+from ..language import tr
 from ..text.tasks import PAD_ID, Batch, Vocabulary, make_batch
 from .distributed import DistributedContext, mean_across_processes, sharded, with_autocast, wrap_model
 from .loop import BatchLoss, History, run_training
@@ -184,7 +185,7 @@ def train(
     next_batch = sharded(lambda: task.train_batch(config.batch_size, generator), distributed)
 
     def lr_text(recent: Sequence[float], lr: float) -> str:
-        return f"loss {sum(recent) / len(recent):.4f}  lr {lr:.2e}"
+        return f"{tr('loss', '损失')} {sum(recent) / len(recent):.4f}  {tr('lr', '学习率')} {lr:.2e}"
 
     return run_training(
         model,
