@@ -332,7 +332,7 @@ def translated_notebook(
                 cell.outputs, cell.execution_count = [], None
     nb.metadata["translation"] = {"language": language, "en_notebook": f"../{notebook.name}"}
     if stored is not None:  # what running it records (its Python's version is dropped, as for the English)
-        for key in ("kernelspec", "language_info"):
+        for key in ("kernelspec", "language_info", "widgets"):  # widgets: the state of the run's widgets
             if key in stored.metadata:
                 nb.metadata[key] = stored.metadata[key]
     return nb

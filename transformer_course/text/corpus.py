@@ -43,6 +43,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..language import tr
+
 # Modules that open windows or browsers, print on import, or are test suites and installers, not prose.
 # ``encodings`` is skipped because its comments are code-point tables ("0x41 -> LATIN CAPITAL LETTER A").
 SKIPPED_MODULES: tuple[str, ...] = (
@@ -279,10 +281,14 @@ class WordVocabulary:
         try:
             return self.index[word]
         except KeyError:
-            hint = " (words are lower case)" if isinstance(word, str) and word.lower() in self.index else ""
+            lower = isinstance(word, str) and word.lower() in self.index
+            hint = tr(" (words are lower case)", "（词表里的词都是小写）") if lower else ""
             raise ValueError(
-                f"word {word!r} is not in the vocabulary{hint}: it has {len(self)} words, each seen at least "
-                f"{self.min_count} times in the corpus"
+                tr(
+                    f"word {word!r} is not in the vocabulary{hint}: it has {len(self)} words, each seen at least "
+                    f"{self.min_count} times in the corpus",
+                    f"词 {word!r} 不在词表中{hint}：词表有 {len(self)} 个词，每个在语料中至少出现 {self.min_count} 次",
+                )
             ) from None
 
     def ids(self, words: Sequence[str]) -> list[int]:
