@@ -5,7 +5,8 @@ translated cell may change:
 
 - comments;
 - docstrings;
-- the text of strings the reader sees: arguments of ``print``, ``check`` and ``observe`` (the claims), of the
+- the text of strings the reader sees: arguments of ``print``, ``check`` and ``observe`` (the claims, and a
+  notebook's own wrapper named ``..._check`` or ``..._observe``), of the
   plotting calls that write text (titles, axis labels, ``text``, ``annotate``, ``legend``), of an exception the
   cell raises, ``label=``, ``title=``, ``titles=``, ``suptitle=``, ``xlabel=``, ``ylabel=``, ``description=`` and
   ``placeholder=`` keywords anywhere (a list of strings there too), and anything inside ``pd.DataFrame(...)`` (its
@@ -56,6 +57,13 @@ ENGLISH_WORDS = re.compile(r"[A-Za-z]{2,}[ ,:;.'-]+[A-Za-z]{2,}")
 PLACEHOLDER = "<text>"
 
 
+CLAIM_CALL = re.compile(r"(?:^|_)(?:check|observe)$")  # check, observe, and a notebook's own trained_check
+
+
+def _is_display_call(name: str) -> bool:
+    return name in DISPLAY_CALLS or bool(CLAIM_CALL.search(name))
+
+
 def _call_name(call: ast.Call) -> str:
     function = call.func
     if isinstance(function, ast.Attribute):
@@ -102,7 +110,7 @@ def display_strings(tree: ast.AST) -> list[ast.AST]:
             name = _call_name(node)
             if name in TABLE_CALLS:
                 found += [n for n in ast.walk(node) if _is_string(n)]
-            if name in DISPLAY_CALLS:
+            if _is_display_call(name):
                 for argument in node.args:
                     strings_in(argument)
                 for keyword in node.keywords:

@@ -43,8 +43,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..language import tr
-
 # Modules that open windows or browsers, print on import, or are test suites and installers, not prose.
 # ``encodings`` is skipped because its comments are code-point tables ("0x41 -> LATIN CAPITAL LETTER A").
 SKIPPED_MODULES: tuple[str, ...] = (
@@ -281,6 +279,8 @@ class WordVocabulary:
         try:
             return self.index[word]
         except KeyError:
+            from ..language import tr  # here, not at the top: this file also runs as a script (collect_stdlib_text)
+
             lower = isinstance(word, str) and word.lower() in self.index
             hint = tr(" (words are lower case)", "（词表里的词都是小写）") if lower else ""
             raise ValueError(
