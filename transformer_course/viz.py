@@ -452,7 +452,7 @@ def plot_masks(
         ax.tick_params(axis="y", rotation=0, labelsize=_font(8))
     axes[0][0].set_ylabel(tr("query position", "查询的位置"))
     legend = tr("blue: may attend, grey: blocked", "蓝色：可以关注；灰色：被屏蔽")
-    fig.suptitle(f"{suptitle}\n({legend})" if suptitle else legend, fontsize=_font(11))
+    fig.suptitle(f"{suptitle}\n" + tr(f"({legend})", f"（{legend}）") if suptitle else legend, fontsize=_font(11))
     fig.tight_layout()
     return fig
 

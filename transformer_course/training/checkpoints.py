@@ -128,7 +128,7 @@ def load_checkpoint(
         raise CheckpointError(
             tr(
                 f"{path} is not a readable safetensors checkpoint ({error})",
-                f"{path} 不是可读的 safetensors 检查点（{error}）",
+                f"{path} 不是可读的 safetensors 检查点 ({error})",  # " (": where a reader may cut the library's words
             )
         ) from error
     if metadata.get("format") != CHECKPOINT_FORMAT:
