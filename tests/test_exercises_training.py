@@ -173,7 +173,9 @@ def test_noam_checker_rejects_typical_mistakes(capsys):
         (lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "min"),
         (lambda s, d, w: min(s**-0.5, s * w**-1.5), "d_model ** -0.5"),
         (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**1.5), "negative exponent"),  # a sign slip, not max
-        (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5), "expected"),
+        (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5), "rises too steeply"),
+        (lambda s, d, w: d**-0.5 * s**-0.5, "no warm-up"),  # the same numbers as the sign slip
+        (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-1.25), "expected"),  # no known slip: the numbers
         (lambda s, d, w: "fast", "number"),
     ]:
         assert not ex.check_noam_rate(wrong)

@@ -175,7 +175,7 @@ def draw_architecture() -> Figure:
             _box(ax, x, y + 0.6, width, tall, text, color)
             top = y + 0.6 + tall
             _arrow(ax, (middle, top), (middle, top + 0.4))
-            _box(ax, x, top + 0.4, width, short, tr("Add & LayerNorm", "相加与层归一化"), norm)
+            _box(ax, x, top + 0.4, width, short, tr("Add & LayerNorm", "相加与归一化"), norm)
             _arrow(ax, (lane, top + 0.4 + short / 2), (edge, top + 0.4 + short / 2))
             y = top + 0.4 + short
         return y
@@ -270,7 +270,7 @@ def draw_architecture() -> Figure:
         tr(
             "Each arrow that goes around a sub-layer is a residual connection: Add & LayerNorm computes "
             "LayerNorm(x + sublayer(x)).",
-            "每条绕过子层的箭头都是一个残差连接：“相加与层归一化”计算 LayerNorm(x + sublayer(x))。",
+            "每条绕过子层的箭头都是一个残差连接：“相加与归一化”计算 LayerNorm(x + sublayer(x))。",
         ),
         fontsize=_font(8.5),
         ha="left",

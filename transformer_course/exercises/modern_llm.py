@@ -110,7 +110,7 @@ def _check_rope(fn: Callable[[Tensor], Tensor]) -> None:
             continue
         for hint, wrong in _rope_mistakes(x).items():
             if torch.allclose(out.detach().double(), wrong.double(), atol=1e-4):
-                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"x 的形状为 {shape} 时：{hint}。"))
         expect_close(out, expected, what, atol=1e-4, rtol=1e-4)
 
 
@@ -156,7 +156,7 @@ def _gqa_mistakes(q: Tensor, k: Tensor, v: Tensor) -> dict[str, Tensor]:
         tr(
             "query head h must use key/value head h // group (consecutive heads share one); yours uses h % kv_heads, "
             "which is what k.repeat(...) gives. Use repeat_interleave",
-            "查询头 h 必须使用键/值头 h // group（相邻的几个头共用一个）；你的用的是 h % kv_heads，"
+            "查询头 h 必须使用键/值头 h // group（相邻的几个头共用一个）；你用的是 h % kv_heads，"
             "这正是 k.repeat(...) 给出的结果。要用 repeat_interleave",
         ): _attend(q, k_cycled, v_cycled, causal),
         tr(
@@ -207,7 +207,8 @@ def _check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
             continue
         for hint, wrong in _gqa_mistakes(q, k, v).items():
             if torch.allclose(out.detach(), wrong, atol=1e-5, equal_nan=True):
-                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
+                where = f"在 {heads} 个查询头、{kv_heads} 个键/值头、len_q = {len_q}、len_k = {len_k} 时"
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{where}：{hint}。"))
         expect_close(out, expected, what)
 
 

@@ -242,6 +242,15 @@ def _check_noam_rate(fn: Callable[[int, int, int], float]) -> None:
             lambda s, d, w: min(s**-0.5, s * w**-1.5),
             tr("multiply by d_model ** -0.5", "还要乘以 d_model ** -0.5"),
         ),
+        (
+            lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5),
+            tr(
+                "the warm-up line is step * warmup ** -1.5: with warmup ** -0.5 it rises too steeply and does not meet "
+                "step ** -0.5 at step = warmup",
+                "预热阶段的直线是 step * warmup ** -1.5：写成 warmup ** -0.5 它升得太陡，在 step = warmup 处也接不上 "
+                "step ** -0.5",
+            ),
+        ),
     ]
     for variant, hint in slips:
         if matches(variant):
