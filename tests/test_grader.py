@@ -217,10 +217,11 @@ def test_a_pinned_lecture_notebook_differs_from_the_course_in_its_badge_and_setu
         assert badge in pinned.cells[0].source and "/blob/main/" not in pinned.cells[0].source
         first = pinned.cells[0].source.replace(pinned_badge(where, REF, FORK, "class"), colab_badge(where))
         assert first == course_notebook.cells[0].source
-        block = pinned_setup_block(NOTEBOOK.name, REF, FORK)
+        block = pinned_setup_block(NOTEBOOK.name, REF, FORK, language)
         setup = pinned.cells[1].source
         assert setup.startswith(block)
-        assert colab_setup_block(NOTEBOOK.name) + setup[len(block) :] == course_notebook.cells[1].source
+        unpinned = colab_setup_block(NOTEBOOK.name, language=language)
+        assert unpinned + setup[len(block) :] == course_notebook.cells[1].source
         changed = [i for i, (a, b) in enumerate(zip(course_notebook.cells, pinned.cells)) if a != b]
         assert changed == [0, 1] and len(pinned.cells) == len(course_notebook.cells)
         assert pinned.metadata == course_notebook.metadata
