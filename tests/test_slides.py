@@ -102,16 +102,17 @@ def test_notebook_06_has_many_slides_now():
         assert len(sizes) >= 40, f"{path.parent.name}: {len(sizes)} slides"
 
 
-def test_chinese_counts_at_least_the_words_of_english():
-    """Two Chinese characters count as a word: counted so, the Chinese notebooks hold more words than the English
-    ones, so a Chinese slide shows no more of a notebook than an English one."""
+def test_chinese_counts_about_the_words_of_english():
+    """Two Chinese characters count as a word: counted so, the Chinese notebooks hold about as many words as the
+    English ones (within 10%; 97% after the fluency pass of issue 37 removed the glosses), so a Chinese slide shows
+    about as much of a notebook as an English one."""
     totals = {"en": 0.0, "zh": 0.0}
     for path in chinese_notebooks():
         pair = {"en": NOTEBOOKS / path.name, "zh": path}
         for language, source in pair.items():
             cells = nbformat.read(source, as_version=4).cells
             totals[language] += sum(prose_words(markdown_plain(c.source)) for c in cells if c.cell_type == "markdown")
-    assert totals["zh"] >= totals["en"] > 10_000
+    assert totals["en"] > 10_000 and 0.9 <= totals["zh"] / totals["en"] <= 1.1, totals
 
 
 # ---------------------------------------------------------------------------------------------------------------
