@@ -12,7 +12,8 @@ Generated (``--write`` rewrites both guides, ``--check`` names each stale place)
   stored outputs;
 * the "read before class" column of section 2's term table (the reading minutes of the session's notebooks), and the
   sentence that adds them up over the term and per week;
-* the notebooks that take longest to run, named in section 2 (:data:`LONGEST`);
+* the notebooks that take longest to run, named in section 2 (:data:`LONGEST`), and the reading minutes of the
+  six-week plan's merged sessions (:data:`MERGED_READING`);
 * the six-week plan's table (between ``<!-- six-week-plan -->`` and ``<!-- /six-week-plan -->``): each week's
   reading minutes and run time from its notebooks ("-": none), and its workload in hours, reading + class + assignment
   work (the last two are the plan's inputs, written in the row); and the sentence under it, which adds the weeks up,
@@ -502,7 +503,19 @@ def regenerate(language: str, text: str, sizes: dict[str, NotebookSize], folder:
         text = TERM_TOTAL[language].sub(said, text, count=1)
     longest = _listed(language, longest_running(sizes))
     text = LONGEST_SAID[language].sub(lambda m: f"{m.group(1)}{longest}{m.group(2)}", text, count=1)
-    return text
+    return MERGED_READING[language].sub(lambda m: _merged_reading(m, sizes), text)
+
+
+# the six-week plan's merged sessions: "notebooks 07 and 08, 121 minutes of reading" (Chinese: "课前阅读 121 分钟")
+MERGED_READING = {
+    "en": re.compile(r"(notebooks (\d\d) and (\d\d), )\d+( minutes of reading)"),
+    "zh": re.compile(r"(笔记本 (\d\d) 和 (\d\d)，课前阅读 )\d+( 分钟)"),
+}
+
+
+def _merged_reading(match: re.Match, sizes: dict[str, NotebookSize]) -> str:
+    minutes = sum(round(sizes[n].reading_minutes) for n in (match.group(2), match.group(3)))
+    return f"{match.group(1)}{minutes}{match.group(4)}"
 
 
 # "**Demo** 09 § *11. The paper's recipe, measured*, cell `seeds = (0, 1)`"; in the Chinese guide the English
