@@ -136,12 +136,11 @@ def pretranslated_code(cell_source: str, first: bool, notebook_name: str, langua
     return cell_source
 
 
-def _translated(english: str, translation: str) -> bool:
-    """False if the English cell shows a reader English after its setup block (if it has one) and the translation
-    has no Chinese there."""
-    head = translation.split("stop_if_restart_needed()", 1)
-    rest_en = english.split("stop_if_restart_needed()", 1)[-1].partition("\n")[2] if len(head) == 2 else english
-    rest_zh = head[1].partition("\n")[2] if len(head) == 2 else translation
+def _translated(english: str, translation: str, notebook_name: str, language: str = "zh") -> bool:
+    """False if the cell (as :func:`pretranslated_code` gives it) shows a reader English after the setup block and
+    the translation has no Chinese there."""
+    block = colab_setup_block(notebook_name, language=language)
+    rest_en, rest_zh = english.removeprefix(block), translation.removeprefix(block)
     return not english_text(rest_en) or bool(CJK.search(rest_zh))
 
 
@@ -193,7 +192,9 @@ def problems(notebook: Path, language: str = "zh", translations: Path | None = N
             continue
         if entry.en_hash != source_hash(cell.source):
             found.append(f"{where} changed since it was translated (en {entry.en_hash} -> {source_hash(cell.source)})")
-        elif not _translated(pretranslated_code(cell.source, index == 0, notebook.name, language), entry.text):
+        elif not _translated(
+            pretranslated_code(cell.source, index == 0, notebook.name, language), entry.text, notebook.name, language
+        ):
             found.append(f"{where} is not translated (its entry has no Chinese beyond the setup block)")
         elif untranslated(entry.text):
             found.append(f"{where} still has English a reader sees: {untranslated(entry.text)[0][:60]!r}")
