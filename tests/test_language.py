@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import matplotlib
@@ -48,3 +49,35 @@ def test_without_a_chinese_font_one_note_in_chinese_says_what_to_install(monkeyp
         assert language.use_chinese_font() is None
         out = capsys.readouterr().out
         assert out.count("没有找到中文字体") == 1 and language.COLAB_FONT_PACKAGE in out
+
+
+def test_a_name_used_as_data_is_shown_in_the_readers_language(monkeypatch):
+    monkeypatch.setattr(language, "display_names", lambda lang: {"plain": "普通堆叠", "warm-up {}": "预热 {} 步"})
+    monkeypatch.setattr(language, "_name_patterns", language._name_patterns.__wrapped__)
+    assert language.display_name("plain") == "plain"  # English: the name itself
+    set_language("zh")
+    try:
+        assert language.display_name("plain") == "普通堆叠"
+        assert language.display_name("warm-up 30") == "预热 30 步"
+        with pytest.warns(UserWarning, match=r"'residual' has no entry in transformer_course/display_names/zh/"):
+            assert language.display_name("residual") == "residual"
+    finally:
+        set_language("en")
+
+
+def test_a_name_shown_two_ways_in_two_notebooks_is_named(monkeypatch, tmp_path):
+    folder = tmp_path / "display_names" / "zh"
+    folder.mkdir(parents=True)
+    (folder / "07_a.json").write_text(json.dumps({"plain": "普通堆叠"}), encoding="utf-8")
+    (folder / "08_b.json").write_text(json.dumps({"plain": "朴素", "moe": "混合专家"}), encoding="utf-8")
+    monkeypatch.setattr(language.resources, "files", lambda package: tmp_path)
+    assert language.display_name_conflicts("zh") == ["'plain' is '普通堆叠' in 07_a.json and '朴素' in 08_b.json"]
+
+
+def test_the_shipped_chinese_names_agree_and_are_chinese():
+    assert language.display_name_conflicts("zh") == []
+    names = language.display_names("zh")
+    assert names, "no Chinese display names were found in the package"
+    for name, shown in names.items():
+        assert name.count("{}") == shown.count("{}"), f"{name!r} and {shown!r} fill in a different number of {{}}"
+        assert shown.strip(), f"{name!r} is shown as nothing"

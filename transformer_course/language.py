@@ -6,15 +6,25 @@ package's figures put Chinese text in a font that has the glyphs (:func:`use_chi
 the reader writes each message in both languages and lets :func:`tr` choose::
 
     print(tr("the mask hides 6 entries", "掩码遮住了 6 个位置"))
+
+A name that the program also uses as data (a dict key printed as a table's row, a legend built from a config's
+name) cannot be written twice; the program keeps the English name and shows it through :func:`display_name`,
+which looks up its Chinese form in ``display_names/zh/*.json`` (one file per notebook)::
+
+    ax.plot(steps, losses, label=display_name(name))
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import re
 import shutil
 import subprocess
 import sys
 import unicodedata
 import warnings
+from importlib import resources
 
 LANGUAGES = ("en", "zh")
 # fonts with the Chinese glyphs, in the order they are tried: Linux (Debian's fonts-noto-cjk, fonts-wqy-microhei),
@@ -66,6 +76,64 @@ def get_language() -> str:
 def tr(en: str, zh: str) -> str:
     """The message in the reader's language: ``en`` or ``zh``."""
     return zh if _language == "zh" else en
+
+
+def _display_name_files(language: str) -> list[tuple[str, dict[str, str]]]:
+    """(file name, its names) for each ``display_names/<language>/*.json``, in file-name order."""
+    folder = resources.files("transformer_course") / "display_names" / language
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
+    return [(f.name, json.loads(f.read_text(encoding="utf-8"))) for f in files]
+
+
+@functools.cache
+def display_names(language: str) -> dict[str, str]:
+    """Every name of ``display_names/<language>/*.json`` (English name -> the name shown), merged; one file per
+    notebook. A name with ``{}`` is a pattern: ``"warm-up {}": "预热 {} 步"`` shows "warm-up 30" as "预热 30 步"."""
+    return {name: shown for _, names in _display_name_files(language) for name, shown in names.items()}
+
+
+def display_name_conflicts(language: str) -> list[str]:
+    """The names that two files show in two different ways (a test keeps this empty: one name, one translation)."""
+    first: dict[str, tuple[str, str]] = {}
+    conflicts = []
+    for file, names in _display_name_files(language):
+        for name, shown in names.items():
+            if name in first and first[name][0] != shown:
+                conflicts.append(f"{name!r} is {first[name][0]!r} in {first[name][1]} and {shown!r} in {file}")
+            first.setdefault(name, (shown, file))
+    return conflicts
+
+
+@functools.cache
+def _name_patterns(language: str) -> list[tuple[re.Pattern, str]]:
+    patterns = []
+    for name, shown in display_names(language).items():
+        if "{}" in name:
+            regex = "^" + "(.+?)".join(re.escape(part) for part in name.split("{}")) + "$"
+            patterns.append((re.compile(regex), shown))
+    return patterns
+
+
+def display_name(name: str) -> str:
+    """``name`` as the reader sees it: unchanged in English; in Chinese, its entry in :func:`display_names` (a
+    pattern's ``{}`` filled with what it matched). A name with no Chinese entry is shown as it is, with a warning
+    that names the file to add it to.
+
+    Use it where a name the program uses as data is shown: ``label=display_name(name)``."""
+    if _language == "en":
+        return name
+    names = display_names(_language)
+    if name in names:
+        return names[name]
+    for pattern, shown in _name_patterns(_language):
+        match = pattern.match(name)
+        if match:
+            return shown.format(*match.groups())
+    warnings.warn(
+        f"{name!r} has no entry in transformer_course/display_names/{_language}/: it is shown in English",
+        stacklevel=2,
+    )
+    return name
 
 
 def display_width(text: str) -> int:
