@@ -81,6 +81,8 @@ def tr(en: str, zh: str) -> str:
 def _display_name_files(language: str) -> list[tuple[str, dict[str, str]]]:
     """(file name, its names) for each ``display_names/<language>/*.json``, in file-name order."""
     folder = resources.files("transformer_course") / "display_names" / language
+    if not folder.is_dir():
+        return []
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
     return [(f.name, json.loads(f.read_text(encoding="utf-8"))) for f in files]
 
