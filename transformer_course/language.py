@@ -143,6 +143,12 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
+def ljust(text: str, width: int) -> str:
+    """``text`` left-aligned in ``width`` columns (:func:`display_width`), as ``f"{text:<{width}}"`` does for
+    Latin text."""
+    return text + " " * max(0, width - display_width(text))
+
+
 def rjust(text: str, width: int) -> str:
     """``text`` right-aligned in ``width`` columns (:func:`display_width`), as ``f"{text:>{width}}"`` does for
     Latin text."""

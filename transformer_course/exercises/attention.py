@@ -19,6 +19,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from ..language import display_name
 from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
 
 ATTENTION_FROM_SCRATCH = Exercise("4.1", "attention from scratch", "从零实现注意力")
@@ -349,11 +350,13 @@ def _check_query_edit(fn: Callable[[Tensor], Tensor]) -> None:
         len(changed) <= 2,
         tr(
             f"You changed {len(changed)} entries of W_Q; two are enough (one per goal). Changed (feature, dim): ",
-            f"你改动了 W_Q 的 {len(changed)} 个元素；两个就够了（每个目标一个）。改动的 (feature, dim)：",
+            f"你改动了 W_Q 的 {len(changed)} 个元素；两个就够了（每个目标一个）。改动的（特征，维度）：",
         )
-        + ", ".join(f"({EXAMPLE_FEATURES[i]!r}, {EXAMPLE_SPACE[j]!r})" for i, j in changed),
+        + ", ".join(f"({display_name(EXAMPLE_FEATURES[i])!r}, {display_name(EXAMPLE_SPACE[j])!r})" for i, j in changed),
     )
     tok = EXAMPLE_TOKENS.index
+    # the features as the notebook's tables show them (in Chinese: 人, 动作, 找人, ...)
+    person, thing, action, seeks_person = map(display_name, ("person", "thing", "action", "seeks person"))
     w, before = example_weights(new.detach().float()), example_weights(original)
     ate_apple, ate_apple_before = w[tok("ate"), tok("apple")].item(), before[tok("ate"), tok("apple")].item()
     he_ming, he_apple = w[tok("he"), tok("Ming")].item(), w[tok("he"), tok("apple")].item()
@@ -364,8 +367,8 @@ def _check_query_edit(fn: Callable[[Tensor], Tensor]) -> None:
                 f"'ate' gives {ate_apple:.2f} of its weight to 'apple', {more}not more than half. 'ate' has only the "
                 "feature 'action', so its query is the row 'action' of W_Q. Against six scores of 0, a scaled score "
                 "a = entry / sqrt(3) gets the weight e^a / (e^a + 6), so a must exceed ln 6 = 1.79.",
-                f"'ate' 分给 'apple' 的权重是 {ate_apple:.2f}，{more}没有超过一半。'ate' 只有特征 'action'，"
-                "所以它的查询就是 W_Q 的 'action' 这一行。与另外六个为 0 的分数相比，缩放后的分数 "
+                f"'ate' 分给 'apple' 的权重是 {ate_apple:.2f}，{more}没有超过一半。'ate' 只有特征“{action}”，"
+                f"所以它的查询就是 W_Q 的“{action}”这一行。与另外六个为 0 的分数相比，缩放后的分数 "
                 "a = entry / sqrt(3) 得到的权重是 e^a / (e^a + 6)，所以 a 必须大于 ln 6 = 1.79。",
             )
         )
@@ -375,7 +378,7 @@ def _check_query_edit(fn: Callable[[Tensor], Tensor]) -> None:
                 f"'he' gives {he_ming:.2f} to 'Ming' and {he_apple:.2f} to 'apple'. Equal weights need equal scores: "
                 "the row 'seeks person' (the only feature of 'he') must seek a thing exactly as strongly as a person.",
                 f"'he' 分给 'Ming' {he_ming:.2f}，分给 'apple' {he_apple:.2f}。权重相等需要分数相等："
-                "'seeks person' 这一行（'he' 唯一的特征）寻找 thing 的强度必须与寻找 person 的完全相同。",
+                f"“{seeks_person}”这一行（'he' 唯一的特征）寻找“{thing}”的强度必须与寻找“{person}”的完全相同。",
             )
         )
     if he_ming + he_apple <= 0.5:
@@ -385,7 +388,7 @@ def _check_query_edit(fn: Callable[[Tensor], Tensor]) -> None:
                 "weight over the other tokens too. Keep it looking for a person and make it look for a thing as "
                 "strongly.",
                 f"'he' 分给 'Ming' 和 'apple' 各 {he_ming:.2f}，合起来没有超过一半：它把权重也分散到了其他词元上。"
-                "让它继续寻找 person，并以同样的强度寻找 thing。",
+                f"让它继续寻找“{person}”，并以同样的强度寻找“{thing}”。",
             )
         )
 

@@ -21,7 +21,7 @@ from torch import Tensor
 from ..families.bert import SEP_ID, pair_inputs, segment_ids
 from ..families.vit import patchify
 from ..text.tasks import PAD_ID
-from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, _then, expect, expect_close, expect_tensor, report, tr
 
 SPAN_CORRUPTION = Exercise("11.1", "span corruption", "片段破坏")
 SEGMENT_IDS = Exercise("11.2", "segment ids", "分段 id")
@@ -216,39 +216,39 @@ def _check_segments(fn: Callable[[Tensor, int, int], Tensor]) -> None:
     for ids in _segment_cases():
         what = tr(
             f"your segment ids for a batch of shape {tuple(ids.shape)}",
-            f"你给出的分段 id（输入批次的形状为 {tuple(ids.shape)}）",
+            f"对形状为 {tuple(ids.shape)} 的输入批次，你给出的分段 id",
         )
         out = fn(ids.clone(), SEP_ID, PAD_ID)
         expected = segment_ids(ids)
         got = type(out).__name__
         expect(
             isinstance(out, Tensor),
-            tr(f"{what} should be a torch.Tensor, got {got}", f"{what}应是 torch.Tensor，得到的是 {got}"),
+            tr(f"{what} should be a torch.Tensor, got {got}", f"{_then(what)}应是 torch.Tensor，得到的是 {got}"),
         )
         expect(
             not out.dtype.is_floating_point and out.dtype != torch.bool,
             tr(
                 f"{what} should hold integers (they index an nn.Embedding), got dtype {out.dtype}",
-                f"{what}应是整数（它们用作 nn.Embedding 的索引），得到的 dtype 是 {out.dtype}",
+                f"{_then(what)}应是整数（它们用作 nn.Embedding 的索引），得到的 dtype 是 {out.dtype}",
             ),
         )
         expect(
             tuple(out.shape) == tuple(ids.shape),
             tr(
                 f"{what} has shape {tuple(out.shape)}, expected {tuple(ids.shape)}",
-                f"{what}的形状是 {tuple(out.shape)}，应为 {tuple(ids.shape)}。",
+                f"{_then(what)}的形状是 {tuple(out.shape)}，应为 {tuple(ids.shape)}。",
             ),
         )
         if _same(out, expected):
             continue
         for hint, wrong in _segment_mistakes(ids).items():
             if _same(out, wrong):
-                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{_then(what)}不对：{hint}。"))
         wrong_count = (out.long() != expected).sum().item()
         raise ExerciseMistake(
             tr(
                 f"{what} differ from the expected ones at {wrong_count} positions",
-                f"{what}有 {wrong_count} 个位置与期望值不同",
+                f"{_then(what)}有 {wrong_count} 个位置与期望值不同",
             )
         )
 
@@ -296,7 +296,7 @@ def _check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
         images = torch.randn(*shape, generator=g)
         what = tr(
             f"your patches of images {shape} with patch_size={p}",
-            f"你以 patch_size={p} 从形状为 {shape} 的图像中切出的图像块",
+            f"对形状为 {shape} 的图像取 patch_size={p} 时，你切出的图像块",
         )
         out = fn(images.clone(), p)
         expected = patchify(images, p)
@@ -305,7 +305,7 @@ def _check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
             continue
         for hint, wrong in _patch_mistakes(images, p).items():
             if torch.allclose(out.detach().float(), wrong):
-                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}不对：{hint}。"))
         expect_close(out, expected, what)
 
 
