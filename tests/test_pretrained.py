@@ -30,6 +30,7 @@ from transformer_course.families.pretrained import (
     mean_pool,
     read_checkpoint,
 )
+from transformer_course.language import set_language
 from transformer_course.text.wordpiece import WordPieceTokenizer
 
 SENTENCES = [
@@ -169,6 +170,18 @@ def test_loader_names_a_wrong_shape():
     message = _unchanged_after_failure(checkpoint)
     assert "shape mismatch" in message and "encoder.layer.0.intermediate.dense.weight" in message
     assert "(64, 16)" in message and "(32, 16)" in message
+
+
+def test_loader_speaks_chinese_after_set_language_zh():
+    checkpoint = _small_checkpoint()
+    del checkpoint["encoder.layer.1.output.LayerNorm.bias"]
+    set_language("zh")
+    try:
+        message = _unchanged_after_failure(checkpoint)
+    finally:
+        set_language("en")
+    assert message.startswith("缺少张量：检查点中没有 'encoder.layer.1.output.LayerNorm.bias'")
+    assert "encoder.layers.1.feed_forward_residual.norm.bias" in message
 
 
 def test_loader_names_the_first_mismatch_in_our_order():

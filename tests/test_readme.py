@@ -73,12 +73,12 @@ QUOTED_IN_00 = [
     ),
     (
         "notebook 15 measures 61% for such a model",
-        "笔记本 15 测得这样的模型是 61%",
+        "这样的模型是 61%",
         "bigram counts 61% of the words occur in the training text",
     ),
     (
         "and 90% for this GPT when both draw from their predictions unchanged (temperature 1)",
-        "而这个 GPT 在两者都按原样的预测概率采样（温度 1）时是 90%",
+        "两者都直接按模型给出的概率采样（温度 1）时，这样的模型是 61%，这个 GPT 是 90%",
         "shipped model, temperature 1.0 90% of the words occur in the training text",
     ),
 ]

@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from .. import checks
 from ..core.layers import BlockConfig
 from ..core.model import Encoder
+from ..language import tr
 from ..text.wordpiece import WordPieceTokenizer
 from .bert import BertEmbeddings
 
@@ -248,24 +249,39 @@ def map_checkpoint(
     for name, target in ours.items():
         theirs = ours_to_theirs.get(name)
         if theirs is None:
-            raise CheckpointMismatchError(f"our tensor {name!r} has no checkpoint name in the mapping")
+            raise CheckpointMismatchError(
+                tr(
+                    f"our tensor {name!r} has no checkpoint name in the mapping",
+                    f"我们的张量 {name!r} 在名字映射中没有对应的检查点名字",
+                )
+            )
         if theirs not in checkpoint:
             raise CheckpointMismatchError(
-                f"missing tensor: the checkpoint has no {theirs!r} (needed for our {name!r}, "
-                f"shape {tuple(target.shape)})"
+                tr(
+                    f"missing tensor: the checkpoint has no {theirs!r} (needed for our {name!r}, "
+                    f"shape {tuple(target.shape)})",
+                    f"缺少张量：检查点中没有 {theirs!r}（我们的 {name!r} 需要它，形状 {tuple(target.shape)}）",
+                )
             )
         tensor = checkpoint[theirs]
         if tuple(tensor.shape) != tuple(target.shape):
             raise CheckpointMismatchError(
-                f"shape mismatch: checkpoint {theirs!r} is {tuple(tensor.shape)}, our {name!r} is {tuple(target.shape)}"
+                tr(
+                    f"shape mismatch: checkpoint {theirs!r} is {tuple(tensor.shape)}, "
+                    f"our {name!r} is {tuple(target.shape)}",
+                    f"形状不符：检查点的 {theirs!r} 是 {tuple(tensor.shape)}，我们的 {name!r} 是 {tuple(target.shape)}",
+                )
             )
         mapped[name] = tensor.to(dtype=target.dtype)
     used = set(ours_to_theirs.values())
     for theirs in checkpoint:
         if theirs not in used and theirs not in unused:
             raise CheckpointMismatchError(
-                f"left-over tensor: the checkpoint's {theirs!r} {tuple(checkpoint[theirs].shape)} has no place "
-                "in our model"
+                tr(
+                    f"left-over tensor: the checkpoint's {theirs!r} {tuple(checkpoint[theirs].shape)} has no place "
+                    "in our model",
+                    f"多余的张量：检查点的 {theirs!r} {tuple(checkpoint[theirs].shape)} 在我们的模型中没有对应的参数",
+                )
             )
     return mapped
 
