@@ -60,6 +60,16 @@ def _save(page, tmp_path: Path, name: str, full_page: bool = False) -> None:
         shutil.copy2(shot, ROOT / "figures" / name)
 
 
+def _search_results(page) -> list[str]:
+    """The links of a finished Sphinx search: its results are appended one by one (5 ms apart, each fetching a
+    summary), so reading them when the first appears sees only part of the list; the summary line is written last."""
+    page.wait_for_function(
+        "() => Boolean(document.querySelector('#search-results p.search-summary')?.innerText.trim())",
+        timeout=60_000,
+    )
+    return page.locator("ul.search li a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+
+
 def test_a_notebook_page_shows_typeset_maths(offline_browser, built_site, tmp_path):
     context, outside = offline_browser
     page = context.new_page()
@@ -80,8 +90,7 @@ def test_search_finds_the_softmax_pages(offline_browser, built_site):
     context, outside = offline_browser
     page = context.new_page()
     page.goto((built_site / "search.html").as_uri() + "?q=softmax")
-    page.wait_for_selector("ul.search li a", timeout=30_000)
-    found = page.locator("ul.search li a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    found = _search_results(page)
     assert any("04_scaled_dot_product_attention" in href for href in found), found[:10]
     assert not outside, f"requests left the site: {outside[:5]}"
 
@@ -131,8 +140,7 @@ def test_chinese_search_finds_the_page_that_teaches_a_term(offline_browser, buil
     page = context.new_page()
     for term, notebook in [("多头注意力", "05_multi_head_attention"), ("教师强制", "09_training")]:
         page.goto((built_site / "zh" / "search.html").as_uri() + f"?q={term}")
-        page.wait_for_selector("ul.search li a", timeout=30_000)
-        found = page.locator("ul.search li a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+        found = _search_results(page)
         assert any(notebook in href for href in found[:3]), (term, found[:10])
     page.goto((built_site / "zh" / "docs" / "instructor_guide.zh-CN.html").as_uri())
     assert page.locator("article h1").first.inner_text().strip().startswith("教师指南")
