@@ -208,12 +208,12 @@ def test_pending_files_exist():
     assert PENDING <= {str(p.relative_to(ROOT)) for p in HAND_WRITTEN}
 
 
-TITLE = re.compile(r"^# \d\d · (?P<zh>[^（\n]+)（(?P<en>[^）\n]+)）", re.MULTILINE)
+TITLE = re.compile(r"^# \d\d · (?P<zh>[^\n]+)$", re.MULTILINE)
 
 
 @pytest.mark.parametrize("path", CATALOGUES, ids=lambda p: p.name)
-def test_the_title_glosses_only_the_short_english_title(path):
-    """A Chinese title translates the subtitle; the English in its parentheses is the short title, no subtitle."""
+def test_the_title_is_chinese_without_an_english_subtitle(path):
+    """A Chinese title is Chinese, as in d2l-zh: no English title in parentheses after it (names such as BERT stay)."""
     title = TITLE.search(path.read_text(encoding="utf-8"))
-    assert title, f"{path.name} has no title '# NN · 中文（English）'"
-    assert ":" not in title["en"], f"{path.name}: the English subtitle stays out of the Chinese title: {title[0]}"
+    assert title, f"{path.name} has no title '# NN · 中文标题'"
+    assert not re.search(r"（[A-Za-z][^）]*）$", title["zh"]), f"{path.name}: English in the title: {title[0]}"

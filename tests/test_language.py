@@ -65,6 +65,15 @@ def test_a_name_used_as_data_is_shown_in_the_readers_language(monkeypatch):
         set_language("en")
 
 
+def test_a_yes_or_no_is_shown_in_the_readers_language():
+    assert (language.display_name(True), language.display_name(False)) == ("True", "False")
+    set_language("zh")
+    try:
+        assert (language.display_name(True), language.display_name(False)) == ("是", "否")
+    finally:
+        set_language("en")
+
+
 def test_a_name_shown_two_ways_in_two_notebooks_is_named(monkeypatch, tmp_path):
     folder = tmp_path / "display_names" / "zh"
     folder.mkdir(parents=True)

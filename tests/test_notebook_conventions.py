@@ -31,9 +31,9 @@ IGNORE_TAG = "nbval-ignore-output"
 IGNORE_REASON = "nbval_ignore_output_because"
 IGNORED_OUTPUTS = Path(__file__).parent / "ignored_outputs.json"
 TITLE = re.compile(r"^# (\d\d) · .+\(.*[\u4e00-\u9fff]+.*\)\s*$", re.MULTILINE)
-# the Chinese title: "# 04 · 缩放点积注意力（Scaled dot-product attention）", Chinese before the full-width
-# parentheses, the English title (Latin letters) inside them
-ZH_TITLE = re.compile(r"^# (\d\d) · (?=[^（\n]*[\u4e00-\u9fff])[^（\n]+（[^）\n]*[A-Za-z][^）\n]*）\s*$", re.MULTILINE)
+# the Chinese title: "# 04 · 缩放点积注意力", Chinese, with no English title in parentheses after it (as in d2l-zh;
+# names such as BERT or RoPE stay)
+ZH_TITLE = re.compile(r"^# (\d\d) · (?=[^\n]*[\u4e00-\u9fff])(?![^\n]*（[A-Za-z][^）\n]*）\s*$)[^\n]+$", re.MULTILINE)
 ZH_PATHS = translated_notebooks("zh")
 
 
@@ -157,15 +157,15 @@ class TestNotebook:
 
 def translated_notebook_problems(nb: nbformat.NotebookNode, name: str) -> list[str]:
     """What keeps a Chinese notebook (``name`` is its file name) from the course's conventions: the title
-    ``# NN · 中文（English）``, the Colab badge opening notebooks/zh/, the 学习目标 and 小结 headings, the shared
-    setup cell (its comments in Chinese) that sets the reader's language."""
+    ``# NN · 中文标题`` (no English title after it), the Colab badge opening notebooks/zh/, the 学习目标 and 小结
+    headings, the shared setup cell (its comments in Chinese) that sets the reader's language."""
     found = []
     first = nb.cells[0] if nb.cells else None
     if first is None or first.cell_type != "markdown":
         return ["the first cell must be markdown with the title and the Colab badge"]
     match = ZH_TITLE.search(first.source)
     if not match:
-        found.append("the first cell must start with '# NN · 中文标题（English title）'")
+        found.append("the first cell must start with '# NN · 中文标题' (no English title in parentheses)")
     elif match.group(1) != name[:2]:
         found.append("the title's number must match the file name")
     if translated_badge(name, "zh") not in first.source:

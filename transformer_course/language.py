@@ -116,12 +116,18 @@ def _name_patterns(language: str) -> list[tuple[re.Pattern, str]]:
     return patterns
 
 
-def display_name(name: str) -> str:
+YES_NO = {"zh": ("否", "是")}
+
+
+def display_name(name: str | bool) -> str:
     """``name`` as the reader sees it: unchanged in English; in Chinese, its entry in :func:`display_names` (a
     pattern's ``{}`` filled with what it matched). A name with no Chinese entry is shown as it is, with a warning
-    that names the file to add it to.
+    that names the file to add it to. A bool is a yes or a no: ``True``/``False`` in English, 是/否 in Chinese.
 
-    Use it where a name the program uses as data is shown: ``label=display_name(name)``."""
+    Use it where a name the program uses as data is shown: ``label=display_name(name)``,
+    ``print(f"equal: {display_name(equal)}")``."""
+    if isinstance(name, bool):
+        return YES_NO[_language][name] if _language in YES_NO else str(name)
     if _language == "en":
         return name
     names = display_names(_language)
