@@ -159,7 +159,7 @@ def made_up_translation(source: str) -> str:
     title = re.match(r"^# (\d\d) · (.+?) \((.+)\)\s*$", source.splitlines()[0]) if source else None
     lines = source.splitlines()
     if title:
-        lines[0] = f"# {title[1]} · {title[3]}（{title[2]}）"
+        lines[0] = f"# {title[1]} · {title[3]}"  # the Chinese title the English one carries in parentheses
     text = "\n".join(lines).replace("Learning goals", "学习目标").replace("Summary", "小结")
     return text if title else f"{text}\n\n（译文）"
 

@@ -80,8 +80,8 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
                     tr(
                         f"{name}={s}: compare each row with its own threshold, a (rows, 1) tensor that broadcasts over "
                         f"the row: keep the last dimension, values[..., -1:] rather than values[..., -1]. ({error})",
-                        f"{name}={s}：每一行要和它自己的阈值比较，阈值是一个形状为 (rows, 1)、能在这一行上广播的张量："
-                        f"要保留最后一维，用 values[..., -1:] 而不是 values[..., -1]。（{error}）",
+                        f"{name}={s}：每一行要和它自己的阈值比较，阈值是一个形状为 (rows, 1)、能在这一行上广播的张量，"
+                        f"所以要保留最后一维，用 values[..., -1:] 而不是 values[..., -1]。（{error}）",
                     )
                 ) from error
             raise
@@ -124,7 +124,7 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
                     tr(
                         f"{name}={s}: the removed tokens hold a large negative number; use float('-inf'), which "
                         "softmax turns into exactly 0 whatever the other logits and the temperature are.",
-                        f"{name}={s}：被去掉的词元的值是一个很大的负数；要用 float('-inf')：无论其他 logit "
+                        f"{name}={s}：被去掉的词元的值是一个很大的负数；要用 float('-inf')，因为无论其他 logit "
                         "和温度是多少，softmax 都会把它变成恰好 0。",
                     )
                 )
@@ -155,8 +155,8 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
                         "the sorted row must go back to vocabulary order, "
                         "torch.zeros_like(mask_sorted).scatter(-1, order, mask_sorted) "
                         "(gather with the sort indices applies the sorting again instead of undoing it)",
-                        f"p={s}：每行保留的词元个数对了，但保留的不是正确的那些：你在排序后的行上算出的掩码必须回到"
-                        "词表顺序，torch.zeros_like(mask_sorted).scatter(-1, order, mask_sorted)"
+                        f"p={s}：每行保留的词元个数对了，但保留的不是正确的那些。你在排序后的行上算出的掩码必须回到"
+                        "词表顺序，即 torch.zeros_like(mask_sorted).scatter(-1, order, mask_sorted)"
                         "（用排序的索引做 gather 会把排序再做一遍，而不是撤销它）。",
                     )
                 )
@@ -291,7 +291,7 @@ def _check_cached_attention(fn: Callable[[Tensor, Tensor, Tensor, Cache], tuple[
                     tr(
                         f"step {t}: the returned {name} hold only the newest position; keep the earlier ones too: "
                         "concatenate the cache and the new one",
-                        f"第 {t} 步：返回的{name_zh}只含最新的位置；之前的也要保留：把缓存和新的{name_zh}拼接起来",
+                        f"第 {t} 步：返回的{name_zh}只含最新的位置；之前的也要保留，即把缓存和新的{name_zh}拼接起来",
                     )
                 )
             if tuple(got.shape) == (BATCH, HEADS, t, D_K):

@@ -49,28 +49,28 @@ def _mask_mistakes(length: int, window: int, global_positions: Sequence[int]) ->
         (
             tr(
                 "the window is one too narrow: |i - j| <= window is allowed, including |i - j| = window",
-                "窗口窄了一格：|i - j| <= window 都是允许的，包括 |i - j| = window",
+                "窗口窄了一格，|i - j| <= window 都是允许的，包括 |i - j| = window",
             ),
             (offset.abs() < window) | is_global[:, None] | is_global[None, :],
         ),
         (
             tr(
                 "global tokens must also be *seen* by every token: set their columns, not only their rows",
-                "全局词元还必须能“被”每个词元看到：要设置它们的列，而不只是它们的行",
+                "全局词元还必须能“被”每个词元看到，所以要设置它们的列，而不只是它们的行",
             ),
             (offset.abs() <= window) | is_global[:, None],
         ),
         (
             tr(
                 "global tokens must also *see* every token: set their rows, not only their columns",
-                "全局词元还必须能“看到”每个词元：要设置它们的行，而不只是它们的列",
+                "全局词元还必须能“看到”每个词元，所以要设置它们的行，而不只是它们的列",
             ),
             (offset.abs() <= window) | is_global[None, :],
         ),
         (
             tr(
                 "Longformer's window is two-sided (an encoder): token i also sees i + 1 .. i + window",
-                "Longformer 的窗口是双向的（它是编码器）：词元 i 也能看到 i + 1 .. i + window",
+                "Longformer 的窗口是双向的（它是编码器），词元 i 也能看到 i + 1 .. i + window",
             ),
             ((offset >= 0) & (offset <= window)) | is_global[:, None] | is_global[None, :],
         ),
@@ -148,7 +148,7 @@ def _merge_mistakes(a: State, b: State) -> list[tuple[str, State]]:
         (
             tr(
                 "you added l and acc without rescaling: multiply each block's l and acc by exp(m_block - m_new) first",
-                "你没有重新缩放就把 l 和 acc 相加了：要先把每个块的 l 和 acc 乘以 exp(m_block - m_new)",
+                "你没有重新缩放就把 l 和 acc 相加了，要先把每个块的 l 和 acc 乘以 exp(m_block - m_new)",
             ),
             (m, a[1] + b[1], a[2] + b[2]),
         ),
@@ -156,7 +156,7 @@ def _merge_mistakes(a: State, b: State) -> list[tuple[str, State]]:
             tr(
                 "you rescaled only block a: block b's l and acc also need the factor exp(m_b - m), since where block "
                 "a holds the larger maximum, b's sums were taken relative to a smaller m_b",
-                "你只重新缩放了块 a：块 b 的 l 和 acc 也要乘以因子 exp(m_b - m)，因为在块 a 的最大值更大的位置，"
+                "你只重新缩放了块 a，块 b 的 l 和 acc 也要乘以因子 exp(m_b - m)，因为在块 a 的最大值更大的位置，"
                 "b 的和是相对于较小的 m_b 算出来的",
             ),
             only_a,
@@ -165,7 +165,7 @@ def _merge_mistakes(a: State, b: State) -> list[tuple[str, State]]:
             tr(
                 "you rescaled only block b: block a's l and acc also need the factor exp(m_a - m), since where block "
                 "b holds the larger maximum, a's sums were taken relative to a smaller m_a",
-                "你只重新缩放了块 b：块 a 的 l 和 acc 也要乘以因子 exp(m_a - m)，因为在块 b 的最大值更大的位置，"
+                "你只重新缩放了块 b，块 a 的 l 和 acc 也要乘以因子 exp(m_a - m)，因为在块 b 的最大值更大的位置，"
                 "a 的和是相对于较小的 m_a 算出来的",
             ),
             only_b,
@@ -270,7 +270,7 @@ def _read_before_update() -> str:
     return tr(
         "the output of token i leaves out token i itself: add phi_k v^T to s and phi_k to z first, then read the "
         "output from the updated state (a query attends to its own key; at token 0 the old state is all zeros)",
-        "词元 i 的输出漏掉了词元 i 自己：要先把 phi_k v^T 加到 s 上、把 phi_k 加到 z 上，再从更新后的状态读出输出"
+        "词元 i 的输出漏掉了词元 i 自己，要先把 phi_k v^T 加到 s 上、把 phi_k 加到 z 上，再从更新后的状态读出输出"
         "（查询也关注它自己的键；在词元 0 处，旧的状态全是 0）",
     )
 
@@ -282,7 +282,7 @@ def _step_mistakes(phi_q: Tensor, phi_k: Tensor, v: Tensor) -> list[tuple[str, T
             tr(
                 "each output equals its own value v_i, so the state never carried over: return the updated s and z, "
                 "and start each step from the state the previous step returned",
-                "每个输出都等于它自己的值 v_i，说明状态没有传到下一步：要返回更新后的 s 和 z，"
+                "每个输出都等于它自己的值 v_i，说明状态没有传到下一步。要返回更新后的 s 和 z，"
                 "并让每一步从上一步返回的状态开始",
             ),
             v.clone(),
@@ -290,7 +290,7 @@ def _step_mistakes(phi_q: Tensor, phi_k: Tensor, v: Tensor) -> list[tuple[str, T
         (
             tr(
                 "the output is not normalised: divide phi_q^T s by phi_q . z (the sum of the kernel weights)",
-                "输出没有归一化：要把 phi_q^T s 除以 phi_q . z（核权重之和）",
+                "输出没有归一化，要把 phi_q^T s 除以 phi_q . z（核权重之和）",
             ),
             kernel @ v,
         ),
@@ -298,14 +298,14 @@ def _step_mistakes(phi_q: Tensor, phi_k: Tensor, v: Tensor) -> list[tuple[str, T
             tr(
                 "z is not accumulated: it must be the running sum of every phi_k so far (z + phi_k), not the newest "
                 "phi_k alone",
-                "z 没有累加：它应是到目前为止所有 phi_k 的累加和（z + phi_k），而不只是最新的 phi_k",
+                "z 没有累加，它应是到目前为止所有 phi_k 的累加和（z + phi_k），而不只是最新的 phi_k",
             ),
             (kernel @ v) / kernel.diagonal()[:, None],
         ),
         (
             tr(
                 "s is not accumulated: add phi_k v^T to the old s (s + phi_k v^T) instead of replacing it",
-                "s 没有累加：要把 phi_k v^T 加到旧的 s 上（s + phi_k v^T），而不是用它替换 s",
+                "s 没有累加，要把 phi_k v^T 加到旧的 s 上（s + phi_k v^T），而不是用它替换 s",
             ),
             kernel.diagonal()[:, None] * v / kernel.sum(dim=-1, keepdim=True),
         ),

@@ -252,7 +252,7 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                 ),
                 -v * d: tr(
                     "with tied weights the output matrix IS the embedding table: count it once",
-                    "权重绑定时，输出矩阵“就是”嵌入表：只算一次",
+                    "权重绑定时，输出矩阵“就是”嵌入表，只算一次",
                 ),
                 v * d: tr(
                     "the shared embedding table (vocab_size x d_model) is missing",
@@ -264,7 +264,7 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                 ),
                 -2 * v * d: tr(
                     "one shared table serves source, target and output: count it once",
-                    "源序列、目标序列和输出共用同一张表：只算一次",
+                    "源序列、目标序列和输出共用同一张表，只算一次",
                 ),
             }
             if diff in hints:

@@ -333,7 +333,7 @@ def check_deepnorm_sublayer(
                         norm(drop(a * x + f(x))),
                         tr(
                             "you dropped the sum; drop only the sub-layer's output: the residual path is never dropped",
-                            "你对和做了 dropout；只能对子层的输出做 dropout：残差路径从不做 dropout",
+                            "你对相加之后的和做了 dropout；只能对子层的输出做 dropout，残差路径从不做 dropout",
                         ),
                     ),
                     (

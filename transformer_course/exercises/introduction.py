@@ -59,7 +59,7 @@ def _check(fn: Callable[[TransformerConfig, int, int, int], tuple[int, ...]]) ->
             raise ExerciseMistake(
                 tr(
                     f"For {what} the heads axis is missing: each of the h heads has its own weights, (B, h, n_q, n_k).",
-                    f"当 {what} 时，缺少头这个轴：h 个头各有自己的权重，(B, h, n_q, n_k)。",
+                    f"当 {what} 时，缺少头这个轴。h 个头各有自己的权重，形状应为 (B, h, n_q, n_k)。",
                 )
             )
         if d_model in answer or d_model // heads in answer:
@@ -68,7 +68,7 @@ def _check(fn: Callable[[TransformerConfig, int, int, int], tuple[int, ...]]) ->
                     f"For {what} your shape contains a vector width (d_model or d_k). The weights hold one number per "
                     "(query position, key position) pair in each head: no width axis.",
                     f"当 {what} 时，你的形状里含有向量宽度（d_model 或 d_k）。在每个头里，权重为每一对"
-                    "（查询位置, 键位置）存一个数：没有宽度轴。",
+                    "（查询位置，键位置）存一个数，没有宽度轴。",
                 )
             )
         raise ExerciseMistake(

@@ -265,9 +265,9 @@ def _check_priority_capacity(fn: Callable[[Tensor, Tensor, int, int], Tensor]) -
                 "you served the assignments in token order (first come, first served, the notebook's rule); here "
                 "the largest gates go first: flatten the tokens * top_k assignments and sort them all by gate, "
                 "descending (sorting only each token's own choices changes nothing: they go to different experts)",
-                "你是按词元顺序（先到先得，也就是笔记本里的规则）处理分配的；这里门控值最大的先处理："
-                "把 tokens * top_k 个分配展平，再把它们全部按门控值从大到小排序（只在每个词元自己的选择之内排序"
-                "不会改变任何结果：它们去的是不同的专家）",
+                "你是按词元顺序（先到先得，也就是笔记本里的规则）处理分配的，而这里要先处理门控值最大的。"
+                "应把 tokens * top_k 个分配展平，再全部按门控值从大到小排序。只在每个词元自己的选择之内排序"
+                "不会改变任何结果，因为它们去的是不同的专家",
             )
         elif torch.equal(answer, row_sorted):
             hint = tr(

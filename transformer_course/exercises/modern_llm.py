@@ -63,11 +63,11 @@ def _rope_mistakes(x: Tensor) -> dict[str, Tensor]:
         ): apply_rope(x, interleaved=False),
         tr(
             "your rotation turns the wrong way: (a, b) should become (a cos - b sin, a sin + b cos)",
-            "你的旋转方向反了：(a, b) 应变成 (a cos - b sin, a sin + b cos)",
+            "你的旋转方向反了，(a, b) 应变成 (a cos - b sin, a sin + b cos)",
         ): _rope_variant(x, sign=-1.0),
         tr(
             "positions start at 0: the first row should come back unchanged",
-            "位置从 0 开始：第一行应原样返回",
+            "位置从 0 开始，第一行应原样返回",
         ): _rope_variant(x, start=1),
         tr(
             "the exponent should be 2i/head_dim with i the pair index; yours looks like i/head_dim",
@@ -80,7 +80,7 @@ def _rope_mistakes(x: Tensor) -> dict[str, Tensor]:
         ): _rope_variant(x, same=True),
         tr(
             "nothing was rotated: the output equals the input",
-            "什么也没有旋转：输出等于输入",
+            "什么也没有旋转，输出等于输入",
         ): x,
         tr(
             "you rotated the right pairs but wrote them back with torch.cat, all first elements and then all second "
@@ -165,17 +165,17 @@ def _gqa_mistakes(q: Tensor, k: Tensor, v: Tensor) -> dict[str, Tensor]:
             "last len_q positions: query i stands at len_k - len_q + i and sees keys 0 .. len_k - len_q + i, e.g. "
             "torch.ones(len_q, len_k).tril(len_k - len_q)",
             "你的掩码让查询 i 看到键 0 .. i，就好像查询位于序列的开头（len_q < len_k 时，"
-            "F.scaled_dot_product_attention(is_causal=True) 也是这样做的）。查询是最后 len_q 个位置："
+            "F.scaled_dot_product_attention(is_causal=True) 也是这样做的）。查询是最后 len_q 个位置，"
             "查询 i 位于 len_k - len_q + i，能看到键 0 .. len_k - len_q + i，例如 "
             "torch.ones(len_q, len_k).tril(len_k - len_q)",
         ): _attend(q, k_full, v_full, offset_causal_mask(len_q, len_k, 0)),
         tr(
             "every query sees every key: the attention must be causal, query i seeing keys 0 .. len_k - len_q + i",
-            "每个查询都能看到每个键：注意力必须是因果的，查询 i 只能看到键 0 .. len_k - len_q + i",
+            "每个查询都能看到每个键，但注意力必须是因果的，查询 i 只能看到键 0 .. len_k - len_q + i",
         ): _attend(q, k_full, v_full, None),
         tr(
             "each query must also see its own position: query i sees keys 0 .. len_k - len_q + i, that one included",
-            "每个查询也必须能看到它自己的位置：查询 i 看到的键是 0 .. len_k - len_q + i，最后这个也包括在内",
+            "每个查询也必须能看到它自己的位置，即查询 i 看到的键是 0 .. len_k - len_q + i，最后这个也包括在内",
         ): _attend(q, k_full, v_full, offset_causal_mask(len_q, len_k, len_k - len_q - 1)),
         tr("the scores are not divided by sqrt(d)", "分数没有除以 sqrt(d)"): _attend(
             q, k_full, v_full, causal, scale=False
@@ -259,21 +259,21 @@ def _check_kv_cache(fn: Callable[[DecoderShape, int, int, int], int | float]) ->
                 0.5,
                 tr(
                     "that is half the right size: a decoder caches both K and V",
-                    "这是正确大小的一半：解码器要同时缓存 K 和 V",
+                    "这是正确大小的一半，别忘了解码器要同时缓存 K 和 V",
                 ),
             ),
             (
                 8.0,
                 tr(
                     "that is 8 times too big: the size is in bytes, not bits",
-                    "这是正确大小的 8 倍：大小的单位是字节，而不是比特",
+                    "这是正确大小的 8 倍，大小应以字节计，而不是比特",
                 ),
             ),
             (
                 1.0 / shape.num_layers,
                 tr(
                     "every layer has its own cache: multiply by the number of layers",
-                    "每一层都有自己的缓存：要乘以层数",
+                    "每一层都有自己的缓存，所以要乘以层数",
                 ),
             ),
             (
@@ -300,7 +300,7 @@ def _check_kv_cache(fn: Callable[[DecoderShape, int, int, int], int | float]) ->
         ]
         for factor, hint in hints:
             if factor != 1.0 and math.isclose(ratio, factor, rel_tol=1e-6):
-                raise ExerciseMistake(tr(f"{what} is {got:,}: {hint}.", f"{what}是 {got:,}：{hint}。"))
+                raise ExerciseMistake(tr(f"{what} is {got:,}: {hint}.", f"{what}是 {got:,}。{hint}。"))
         raise ExerciseMistake(
             tr(f"{what} is {got:,}, expected {expected:,}.", f"{what}是 {got:,}，应为 {expected:,}。")
         )

@@ -167,7 +167,7 @@ def _remove_head_slips() -> list[tuple[Callable[[MultiHeadAttention, slice], Non
                 "you zeroed the head's value weights but not their bias: every value of the head is then b_V's "
                 "slice, and since each row of weights sums to 1, the head still writes that slice times its block of "
                 "W_O. Zero the bias slice too, or cut the head at W_O.",
-                "你把这个头的值权重清零了，却没有清零它们的偏置：这样这个头的每个值都是 b_V 的那一段，"
+                "你把这个头的值权重清零了，却没有清零它们的偏置，这样这个头的每个值都是 b_V 的那一段，"
                 "而每行权重之和为 1，所以这个头仍会写出这一段乘以它在 W_O 中的块。要把偏置的那一段也清零，"
                 "或者在 W_O 处切断这个头。",
             ),
@@ -324,7 +324,7 @@ def _hint_for_shape_error(error: RuntimeError) -> None:
                 "d_model), multiplies the merged heads: use them as given, not transposed.",
                 f"矩阵乘法因形状不匹配而失败（{message}）。这些矩阵采用数学上的写法：Q = x_q @ w_q，"
                 "w_q 的形状为 (d_model, num_heads * d_k)；形状为 (num_heads * d_v, d_model) 的 w_o "
-                "乘的是合并后的各头：要按给定的样子使用它们，不要转置。",
+                "乘的是合并后的各头。要按给定的样子使用它们，不要转置。",
             )
         ) from error
     _hint_for_view_error(error)
@@ -441,7 +441,7 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
     )
     for wrong, hint in hints:
         if torch.allclose(out.detach(), wrong, atol=1e-5):
-            raise ExerciseMistake(tr(f"close, but: {hint}", f"很接近了，但是：{hint}"))
+            raise ExerciseMistake(tr(f"close, but: {hint}", f"很接近了，但是{hint}"))
     expect_close(
         out,
         expected,

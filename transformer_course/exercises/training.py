@@ -295,7 +295,7 @@ def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
                         f"{case}: your code raised ValueError ({error}); with eps = 0 the terms eps log(...) are "
                         "0 log 0, which counts as 0, so the floor is 0: handle eps = 0 on its own",
                         f"{case}：你的代码抛出了 ValueError（{error}）；eps = 0 时，eps log(...) 这些项是 0 log 0，"
-                        "按 0 计算，所以下限是 0：要单独处理 eps = 0 的情况",
+                        "按 0 计算，所以下限是 0，要单独处理 eps = 0 的情况",
                     )
                 ) from None
             raise
@@ -308,8 +308,8 @@ def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
                     f"{case}: your code raised {name}; write the floor as a formula in V and eps, "
                     "without a tensor or a loop over the classes: the V - 2 classes that share eps all have the same "
                     "q, so their terms add up to one expression",
-                    f"{case}：你的代码抛出了 {name}；要把下限写成关于 V 和 eps 的公式，不用张量，也不对类做循环："
-                    "分享 eps 的 V - 2 个类的 q 都相同，所以它们的项可以合成一个表达式",
+                    f"{case}：你的代码抛出了 {name}；要把下限写成关于 V 和 eps 的公式，不用张量，也不对类做循环。"
+                    "共同分到 eps 的 V - 2 个类的 q 都相同，它们的项可以合成一个表达式",
                 )
             ) from None
         try:
@@ -358,7 +358,7 @@ def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
             raise ExerciseMistake(
                 tr(
                     f"{case}: check the sign: the entropy -sum q log q is positive.",
-                    f"{case}：检查一下符号：熵 -sum q log q 是正的。",
+                    f"{case}：检查一下符号，熵 -sum q log q 是正的。",
                 )
             )
         if abs(value - expected) <= 1e-5 * max(1.0, expected):
@@ -366,7 +366,7 @@ def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
                 tr(
                     f"{case}: right to about 6 digits ({value:.10g} against {expected:.10g}), the precision of "
                     "float32: compute with Python floats and math.log, as a formula, so that V = 1e12 works too",
-                    f"{case}：大约前 6 位是对的（{value:.10g} 对 {expected:.10g}），这正是 float32 的精度："
+                    f"{case}：大约前 6 位是对的（{value:.10g} 对 {expected:.10g}），这正是 float32 的精度。"
                     "要用 Python 的 float 和 math.log 按公式计算，这样 V = 1e12 也能算",
                 )
             )
