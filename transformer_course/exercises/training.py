@@ -142,7 +142,8 @@ def _check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> 
             wrong[_kl_variant(logits, target, q_pad_kept, real, real.sum())] = tr(
                 "the <pad> column of q must be 0: <pad> is never a right answer, so only the V - 2 classes that "
                 "are neither the target nor <pad> share eps.",
-                "q 的 <pad> 列必须为 0：<pad> 永远不是正确答案，所以只有既不是目标也不是 <pad> 的 V - 2 个类分享 eps。",
+                "q 的 <pad> 列必须为 0：<pad> 永远不是正确答案，所以 eps 只由既不是目标"
+                "也不是 <pad> 的 V - 2 个类平分。",
             )
             q_torch = (1 - eps) * F.one_hot(target, vocab).double() + eps / vocab
             wrong[_kl_variant(logits, target, q_torch, real, real.sum())] = tr(
@@ -155,7 +156,7 @@ def _check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> 
             q_others = q_others + eps / (vocab - 1) * (1 - F.one_hot(target, vocab).double())
             wrong[_kl_variant(logits, target, q_others, real, real.sum())] = tr(
                 "that spreads eps over V - 1 classes; with the <pad> column at 0, V - 2 classes share it.",
-                "这是把 eps 分给了 V - 1 个类；<pad> 列为 0 时，分享它的是 V - 2 个类。",
+                "这是把 eps 分给了 V - 1 个类；<pad> 列为 0 时，平分它的是 V - 2 个类。",
             )
             q_short = torch.full_like(q, eps / (vocab - 1)).scatter(-1, target.unsqueeze(-1), 1 - eps)
             q_short[..., 0] = 0.0
@@ -163,7 +164,7 @@ def _check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> 
                 "with the <pad> column at 0, eps/(V-1) on the other classes leaves q summing to less than 1: "
                 "only V - 2 classes (neither the target nor <pad>) share eps, eps/(V-2) each",
                 "<pad> 列为 0 时，其他类各得 eps/(V-1) 会让 q 之和小于 1：只有 V - 2 个类（既不是目标也不是 <pad>）"
-                "分享 eps，每个得到 eps/(V-2)。",
+                "平分 eps，每个得到 eps/(V-2)。",
             )
             flat_logits, flat_target = logits.flatten(0, 1), target.flatten()
             pytorch_ce = F.cross_entropy(flat_logits.double(), flat_target, ignore_index=0, label_smoothing=eps)
@@ -333,12 +334,12 @@ def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
                 "target gets exactly 1 - eps and eps is shared by the V - 2 classes that are neither the target "
                 "nor <pad>.",
                 "这是 PyTorch 约定下的下限（每个类都得到 eps/V，目标也不例外）；这里目标恰好得到 1 - eps，"
-                "eps 由既不是目标也不是 <pad> 的 V - 2 个类分享。",
+                "eps 由既不是目标也不是 <pad> 的 V - 2 个类平分。",
             ),
             _entropy([(1 - eps, 1), (eps / (vocab - 1), vocab - 1)]): tr(
                 "that spreads eps over V - 1 classes; the Annotated Transformer also gives the <pad> column 0, "
                 "so V - 2 classes share eps.",
-                "这是把 eps 分给了 V - 1 个类；Annotated Transformer 还让 <pad> 列为 0，所以分享 eps 的是 V - 2 个类。",
+                "这是把 eps 分给了 V - 1 个类；Annotated Transformer 还让 <pad> 列为 0，所以平分 eps 的是 V - 2 个类。",
             ),
             -eps * math.log(eps / (vocab - 2)): tr(
                 "the target class is in q too: add its term -(1 - eps) log(1 - eps).",

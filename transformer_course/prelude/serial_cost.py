@@ -244,8 +244,9 @@ class LayerTimes:
         work, first = self.work, self.work.lengths[0]
         lines = [
             tr(f"time on this thread, best of {self.repeats}", f"本线程上的耗时，取 {self.repeats} 次中最好的一次"),
-            f"{'n':>6} {'RNN (ms)':>10} {rjust(tr('RNN per step (us)', 'RNN 每步 (us)'), 18)} "
-            f"{rjust(tr('attention (ms)', '注意力 (ms)'), 15)} {rjust(tr('attention/RNN', '注意力/RNN'), 14)}",
+            f"{'n':>6} {rjust(tr('RNN (ms)', 'RNN（毫秒）'), 10)} "
+            f"{rjust(tr('RNN per step (us)', 'RNN 每步（微秒）'), 18)} "
+            f"{rjust(tr('attention (ms)', '注意力（毫秒）'), 15)} {rjust(tr('attention/RNN', '注意力/RNN'), 14)}",
         ]
         for n in work.lengths:
             r, a = self.ms["RNN", n], self.ms["attention", n]

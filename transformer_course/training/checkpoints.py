@@ -83,9 +83,12 @@ def save_checkpoint(
 
 def _config_differences(a: TransformerConfig, b: TransformerConfig) -> list[str]:
     """``"name: a vs b"`` for every field where the two configs differ (none for two equal configs, so none for
-    a field an old checkpoint lacks and the other config leaves at its default)."""
+    a field an old checkpoint lacks and the other config leaves at its default); in Chinese ``"name a 与 b"``."""
     return [
-        f"{f.name}: {getattr(a, f.name)!r} vs {getattr(b, f.name)!r}"
+        tr(
+            f"{f.name}: {getattr(a, f.name)!r} vs {getattr(b, f.name)!r}",
+            f"{f.name} {getattr(a, f.name)!r} 与 {getattr(b, f.name)!r}",
+        )
         for f in fields(a)
         if getattr(a, f.name) != getattr(b, f.name)
     ]
@@ -146,7 +149,7 @@ def load_checkpoint(
     if model is None:
         model = Transformer(config)
     elif model.config != config:
-        diff = "; ".join(_config_differences(config, model.config))
+        diff = tr("; ", "；").join(_config_differences(config, model.config))
         raise CheckpointError(
             tr(
                 f"{path} was saved for a different model (checkpoint vs given: {diff})",
