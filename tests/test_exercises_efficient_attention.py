@@ -131,6 +131,16 @@ def _only_b_rescaled(a, b):
     return m, a[1] + b[1] * scale, a[2] + b[2] * scale.unsqueeze(-1)
 
 
+def _acc_only_rescaled(a, b):
+    m, _, acc = ex.reference_merge(a, b)
+    return m, a[1] + b[1], acc
+
+
+def _l_only_rescaled(a, b):
+    m, total, _ = ex.reference_merge(a, b)
+    return m, total, a[2] + b[2]
+
+
 def _minimum(a, b):
     return ex.reference_merge_with(a, b, torch.minimum(a[0], b[0]))
 
@@ -152,6 +162,8 @@ def _wrong_sign(a, b):
         (_no_rescale, "without rescaling"),
         (_only_a_rescaled, "block b's l and acc also need the factor exp(m_b - m)"),
         (_only_b_rescaled, "block a's l and acc also need the factor exp(m_a - m)"),
+        (_acc_only_rescaled, "you rescaled acc but not l"),
+        (_l_only_rescaled, "you rescaled l but not acc"),
         (_minimum, "torch.maximum"),
         (_normalised, "do not divide by l yet"),
         (_wrong_sign, "l (the sum of exp(score - m))"),
@@ -305,6 +317,8 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_longformer_mask, _no_global, "缺少全局词元"),
         (ex.check_online_softmax_merge, _no_rescale, "你没有重新缩放"),
         (ex.check_online_softmax_merge, _only_a_rescaled, "块 b 的 l 和 acc 也要乘以因子 exp(m_b - m)"),
+        (ex.check_online_softmax_merge, _acc_only_rescaled, "你重新缩放了 acc，却没有重新缩放 l"),
+        (ex.check_online_softmax_merge, _l_only_rescaled, "你重新缩放了 l，却没有重新缩放 acc"),
         (ex.check_online_softmax_merge, _minimum, "较大的那个（torch.maximum）"),
         (ex.check_online_softmax_merge, _normalised, "先不要除以 l"),
         (ex.check_linear_attention_step, _read_before_update, "漏掉了词元 i 自己"),

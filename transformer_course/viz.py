@@ -130,8 +130,8 @@ def plot_attention(
         xticklabels=list(key_labels) if key_labels is not None else "auto",
         yticklabels=list(query_labels) if query_labels is not None else "auto",
     )
-    ax.set_xlabel(tr("key (attended to)", "键（被关注的）"))
-    ax.set_ylabel(tr("query (attending)", "查询（发出关注的）"))
+    ax.set_xlabel(tr("key (attended to)", "键（被关注方）"))
+    ax.set_ylabel(tr("query (attending)", "查询（关注方）"))
     ax.tick_params(axis="x", rotation=90)
     ax.tick_params(axis="y", rotation=0)
     if title:

@@ -144,6 +144,7 @@ def _merge_mistakes(a: State, b: State) -> list[tuple[str, State]]:
     scale_a, scale_b = torch.exp(a[0] - m), torch.exp(b[0] - m)
     only_a = (m, a[1] * scale_a + b[1], a[2] * scale_a.unsqueeze(-1) + b[2])
     only_b = (m, a[1] + b[1] * scale_b, a[2] + b[2] * scale_b.unsqueeze(-1))
+    reference = reference_merge(a, b)
     return [
         (
             tr(
@@ -169,6 +170,24 @@ def _merge_mistakes(a: State, b: State) -> list[tuple[str, State]]:
                 "a 的和是相对于较小的 m_a 算出来的",
             ),
             only_b,
+        ),
+        (
+            tr(
+                "you rescaled acc but not l: l is a sum of exp(score - m) as well, so each block's l needs the same "
+                "factor exp(m_block - m_new) as its acc",
+                "你重新缩放了 acc，却没有重新缩放 l。l 同样是 exp(score - m) 之和，所以每个块的 l 也要乘以与它的 acc "
+                "相同的因子 exp(m_block - m_new)",
+            ),
+            (m, a[1] + b[1], reference[2]),
+        ),
+        (
+            tr(
+                "you rescaled l but not acc: acc is a sum of exp(score - m) v as well, so each block's acc needs the "
+                "same factor exp(m_block - m_new) as its l",
+                "你重新缩放了 l，却没有重新缩放 acc。acc 同样是 exp(score - m) v 之和，所以每个块的 acc "
+                "也要乘以与它的 l 相同的因子 exp(m_block - m_new)",
+            ),
+            (m, reference[1], a[2] + b[2]),
         ),
         (
             tr(
