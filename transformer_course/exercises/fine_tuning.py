@@ -204,7 +204,7 @@ def _check_lora_gradients(fn: Callable[[Tensor, Tensor, Tensor, Tensor, float], 
                 tr(
                     f"{what} your {name} differs from autograd's: start from h = x A^T (n, r), the input of B, and "
                     "ask what multiplies each entry of A and of B in y",
-                    f"{what}你的 {name} 与 autograd 的结果不同：从 h = x A^T (n, r)（B 的输入）出发，想一想 y 中"
+                    f"{what}你的 {name} 与 autograd 的结果不同：从 h = x A^T (n, r)（B 的输入）出发，想一想 y 中 "
                     "A 和 B 的每个元素各乘以什么",
                 )
             )
