@@ -304,6 +304,7 @@ ax.set_title("Attention weights")
 table = pd.DataFrame({"loss": [1.0]})
 fig = plot_masks(m, titles=["padding", f"head {h}"], suptitle=f"{'left' if left else 'right'} padding")
 print(f"{'n':>6} {'loss':>8}")
+print("relative work: " + ", ".join(f"n = {n}: {r:g}x" for n, r in rows))
 """
     chinese = """sentence = "the cat sat"  # 模型读的数据
 print(f"用时 {t:.1f} 秒，共 {n} 个词元")
@@ -312,12 +313,14 @@ ax.set_title("注意力权重")
 table = pd.DataFrame({"损失": [1.0]})
 fig = plot_masks(m, titles=["填充", f"头 {h}"], suptitle=f"{'左侧' if left else '右侧'}填充")
 print(f"{'n':>6} {'损失':>6}")
+print("相对计算量：" + "，".join(f"n = {n} 时为 {r:g}" for n, r in rows))
 """
     assert same_program(english, chinese)
     assert not same_program(english, chinese.replace("if left else", "if not left else"))  # the choice's test
     assert not same_program(english, chinese.replace('"the cat sat"', '"那只猫坐着"'))  # data
     assert not same_program(english, chinese.replace("{t:.1f}", "{t:.2f}"))  # a field's format
     assert not same_program(english, chinese.replace("measured=loss", "measured=None"))
+    assert not same_program(english, chinese.replace("for n, r in rows", "for n, r in rows[1:]"))  # the items shown
 
 
 def test_build_writes_the_chinese_notebook_and_keeps_outputs_only_for_unchanged_code(course):

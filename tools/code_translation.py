@@ -13,7 +13,8 @@ translated cell may change:
   column names);
 - in an f-string in those places, the text around the ``{...}`` fields and the fields' order (Chinese orders words
   differently); the fields themselves stay, except a field that only pads a literal, ``{'loss':>8}`` (a table's
-  header: its text and width may change), and the two strings of a choice, ``{'left' if left else 'right'}``.
+  header: its text and width may change), and the two strings of a choice, ``{'left' if left else 'right'}``;
+- in text joined there, ``", ".join(f"n = {n}: {r:g}x" for n, r in rows)``, the separator and the items' text.
 
 Everything else stays byte for byte after parsing: names, numbers, operators, and every other string (data such as
 a sentence the model reads, dictionary keys, file names, format specifications). :func:`same_program` compares two
@@ -95,10 +96,12 @@ def display_strings(tree: ast.AST) -> list[ast.AST]:
             strings_in(node.orelse)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join":
             strings_in(node.func.value)
+            for argument in node.args:  # ", ".join(f"n = {n}: {r:g}x" for n in ns): the items are text too
+                strings_in(argument)
         elif isinstance(node, ast.List | ast.Tuple):  # titles=["...", "..."]
             for element in node.elts:
                 strings_in(element)
-        elif isinstance(node, ast.ListComp):  # titles=[f"head {h}" for h in ...]
+        elif isinstance(node, ast.ListComp | ast.GeneratorExp):  # titles=[f"head {h}" for h in ...]
             strings_in(node.elt)
 
     for node in ast.walk(tree):
