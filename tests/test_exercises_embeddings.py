@@ -232,7 +232,7 @@ def test_checkers_speak_chinese(number, capsys):
 @pytest.mark.parametrize(
     "check, wrong, hint",
     [
-        (ex.check_cosine_matrix, COSINE_MISTAKES["dot products"], "这些是点积"),
+        (ex.check_cosine_matrix, COSINE_MISTAKES["dot products"], "你算出的是点积"),
         (ex.check_cosine_matrix, COSINE_MISTAKES["columns normalised"], "你归一化的是列"),
         (ex.check_sgns_center_gradient, _sign_of_context, "符号反了"),
         (ex.check_sgns_center_gradient, _minus_dropped, "漏掉了对 -s（内层函数）求导带来的负号"),

@@ -81,8 +81,8 @@ ZH_MISTAKES = {
     "self-attention on the target": "你给出的是自注意力的形状",
     "no heads axis": "缺少头这个轴",
     "the output's shape": "你的形状里含有向量宽度",
-    "a list": "要把形状作为由 int 组成的元组返回，得到的是 list",
-    "heads first": "这不是交叉注意力的 (B, h, n_q, n_k)",
+    "a list": "形状应以整数元组的形式返回，而你返回的是 list",
+    "heads first": "而交叉注意力权重的形状应为 (B, h, n_q, n_k)",
 }
 
 

@@ -157,6 +157,21 @@ def _direct_view(x_q, x_kv, w_q, w_k, w_v, w_o, h):
     return out.reshape(x_q.shape[0], x_q.shape[1], -1) @ w_o
 
 
+def _direct_view_split_only(x_q, x_kv, w_q, w_k, w_v, w_o, h):
+    def split(t):
+        return t.view(t.shape[0], h, t.shape[1], -1)  # the trap when splitting; the merge below is right
+
+    q, k, v = split(x_q @ w_q), split(x_kv @ w_k), split(x_kv @ w_v)
+    out = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+    return ex.reference_merge_heads(out) @ w_o
+
+
+def _merge_without_transpose(x_q, x_kv, w_q, w_k, w_v, w_o, h):
+    q, k, v = (ex.reference_split_heads(t, h) for t in (x_q @ w_q, x_kv @ w_k, x_kv @ w_v))
+    out = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+    return out.reshape(x_q.shape[0], x_q.shape[1], -1) @ w_o  # the trap when merging: no transpose back
+
+
 def _view_after_transpose(x_q, x_kv, w_q, w_k, w_v, w_o, h):
     q, k, v = (ex.reference_split_heads(t, h) for t in (x_q @ w_q, x_kv @ w_k, x_kv @ w_v))
     out = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
@@ -188,6 +203,8 @@ def _square_heads(x_q, x_kv, w_q, w_k, w_v, w_o, h):
         (lambda *a: _attention(*a, scale=math.sqrt(a[2].shape[0] // a[6])), "read from the weights"),
         (lambda x_q, x_kv, *rest: ex.reference_multi_head_attention(x_kv, x_q, *rest), "one row per query"),
         (_direct_view, "the reshape trap of section 3"),
+        (_direct_view_split_only, "(your merge is right)"),
+        (_merge_without_transpose, "the reshape trap of section 3 in reverse"),
         (lambda *a: ex.reference_multi_head_attention(*a[:2], *(w.T for w in a[2:6]), a[6]), "maths convention"),
         (_view_after_transpose, "not contiguous"),
         (_square_heads, "a head is not d_model / num_heads wide"),
@@ -203,6 +220,8 @@ def _square_heads(x_q, x_kv, w_q, w_k, w_v, w_o, h):
         "sqrt-d-model-over-heads",
         "swapped-inputs",
         "direct-view",
+        "direct-view-split-only",
+        "merge-without-transpose",
         "nn-linear-convention",
         "view-after-transpose",
         "d-model-over-heads",
@@ -243,6 +262,8 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_multi_head_attention, lambda *a: _attention(*a, dim=-2), "要在键上做 softmax"),
         (ex.check_multi_head_attention, lambda *a: _attention(*a, use_w_o=False), "合并之后还要乘上 w_o"),
         (ex.check_multi_head_attention, _direct_view, "reshape 陷阱"),
+        (ex.check_multi_head_attention, _direct_view_split_only, "（合并那一步是对的）"),
+        (ex.check_multi_head_attention, _merge_without_transpose, "reshape 陷阱反过来的情形"),
         (ex.check_multi_head_attention, _view_after_transpose, "不再连续"),
         (ex.check_multi_head_attention, _square_heads, "这里一个头的宽度并不是 d_model / num_heads"),
     ],

@@ -225,7 +225,7 @@ def check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]
 def _entropy_cases() -> list[tuple[str, Tensor]]:
     g = torch.Generator().manual_seed(5)
     return [
-        (tr("a uniform row of 4 weights", "由 4 个相等权重组成的一行"), torch.full((4,), 0.25)),
+        (tr("a uniform row of 4 weights", "均匀的一行（4 个权重）"), torch.full((4,), 0.25)),
         (tr("a one-hot row [0, 1, 0]", "独热的一行（[0, 1, 0]）"), torch.tensor([0.0, 1.0, 0.0])),
         (
             tr("a batch of shape (2, 3, 4, 5)", "形状为 (2, 3, 4, 5) 的一批权重"),
@@ -255,21 +255,21 @@ def _check_entropy(fn: Callable[[Tensor], Tensor]) -> None:
             not torch.isnan(o).any().item(),
             tr(
                 f"{label} contains NaN: count 0 * ln 0 as 0 (mask the zeros).",
-                f"{label}含有 NaN：要把 0 * ln 0 记为 0（把为 0 的权重屏蔽掉）。",
+                f"对{what}，你算出的熵含有 NaN：要把 0 * ln 0 记为 0（把为 0 的权重屏蔽掉）。",
             ),
         )
         if torch.allclose(o, -e, atol=1e-5) and e.abs().max() > 1e-3:
             raise ExerciseMistake(
                 tr(
                     f"{label} is negative: entropy is -sum w ln w (mind the minus sign).",
-                    f"{label}是负的：熵是 -sum w ln w（注意负号）。",
+                    f"对{what}，你算出的熵是负的：熵是 -sum w ln w（注意负号）。",
                 )
             )
         if torch.allclose(o, e / math.log(2), atol=1e-5) and e.abs().max() > 1e-3:
             raise ExerciseMistake(
                 tr(
                     f"{label} is in bits: use the natural log (torch.log), so the unit is nats.",
-                    f"{label}的单位是比特：要用自然对数（torch.log），这样单位才是奈特（nats）。",
+                    f"对{what}，你算出的熵以比特为单位：要用自然对数（torch.log），单位才是奈特（nats）。",
                 )
             )
         expect_close(out, expected, label)

@@ -78,7 +78,7 @@ def _check_cosine_matrix(fn: Callable[[Tensor], Tensor]) -> None:
         raise ExerciseMistake(
             tr(
                 "these are dot products: divide each row by its length first (cosine ignores length).",
-                "这些是点积：要先把每一行除以它的长度（余弦不看长度）。",
+                "你算出的是点积。要先把每一行除以它的长度，因为余弦与长度无关。",
             )
         )
     by_column = vectors / vectors.norm(dim=0, keepdim=True)
@@ -86,7 +86,7 @@ def _check_cosine_matrix(fn: Callable[[Tensor], Tensor]) -> None:
         raise ExerciseMistake(
             tr(
                 "you normalised the columns: each row (one word) must have length 1, norm over dim=1.",
-                "你归一化的是列：每一行（一个词）的长度必须为 1，要在 dim=1 上求范数。",
+                "你归一化的是列。应当让每一行（一个词）的长度为 1，即在 dim=1 上求范数。",
             )
         )
     expect(
@@ -207,7 +207,7 @@ def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) 
             -expected,
             tr(
                 "the sign is flipped everywhere: that is the direction a step moves v_c, not the gradient.",
-                "所有符号都反了：这是一步更新移动 v_c 的方向，而不是梯度。",
+                "所有符号都反了：你算出的是一次更新让 v_c 移动的方向（负梯度），而不是梯度本身。",
             ),
         ),
     ]
@@ -248,7 +248,7 @@ def _check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[st
         type_name = type(got).__name__
         expect(
             isinstance(got, (list, tuple)),
-            tr(f"return a list of words, got {type_name}", f"应返回由词组成的列表，得到的是 {type_name}"),
+            tr(f"return a list of words, got {type_name}", f"应返回词的列表，而你返回的是 {type_name}"),
         )
         got = list(got)
         expect(
@@ -268,7 +268,7 @@ def _check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[st
             len(got) == k,
             tr(
                 f"asked for k={k} neighbours of {query!r}, got {len(got)}",
-                f"要的是 {query!r} 的 k={k} 个近邻，得到的是 {len(got)} 个",
+                f"应返回 {query!r} 的 k={k} 个近邻，而你返回了 {len(got)} 个",
             ),
         )
         if got == want:
@@ -280,7 +280,7 @@ def _check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[st
             raise ExerciseMistake(
                 tr(
                     "rank by cosine similarity, not by dot product: long vectors win dot products.",
-                    "要按余弦相似度排序，而不是按点积：在点积上，长向量总是占优势。",
+                    "要按余弦相似度排序，而不是按点积：比点积时，长向量总占便宜。",
                 )
             )
         if sorted(got) == sorted(want):
@@ -293,7 +293,7 @@ def _check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[st
         raise ExerciseMistake(
             tr(
                 f"the {k} nearest words to {query!r} should be {want}, got {got}",
-                f"离 {query!r} 最近的 {k} 个词应为 {want}，得到的是 {got}",
+                f"离 {query!r} 最近的 {k} 个词应为 {want}，而你返回的是 {got}",
             )
         )
 

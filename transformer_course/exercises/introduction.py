@@ -31,7 +31,7 @@ def _check(fn: Callable[[TransformerConfig, int, int, int], tuple[int, ...]]) ->
         got = type(answer).__name__
         expect(
             isinstance(answer, tuple) and all(isinstance(size, int) for size in answer),
-            tr(f"Return the shape as a tuple of ints, got {got}", f"要把形状作为由 int 组成的元组返回，得到的是 {got}"),
+            tr(f"Return the shape as a tuple of ints, got {got}", f"形状应以整数元组的形式返回，而你返回的是 {got}"),
         )
         answer = tuple(answer)
         if answer == (batch, heads, n_tgt, n_src):
@@ -42,8 +42,8 @@ def _check(fn: Callable[[TransformerConfig, int, int, int], tuple[int, ...]]) ->
                     f"For {what} you swapped the last two axes. Rows are queries: in cross-attention the target "
                     "positions ask (n_q = n_tgt), and the source positions, the encoder's output, are looked at "
                     "(n_k = n_src).",
-                    f"当 {what} 时，你把最后两个轴交换了。行对应查询：在交叉注意力中，提问的是目标序列的位置"
-                    "（n_q = n_tgt），被查看的是源序列的位置，也就是编码器的输出（n_k = n_src）。",
+                    f"当 {what} 时，你把最后两个轴交换了。行对应查询。在交叉注意力中，发出查询的是目标序列的各个位置"
+                    "（n_q = n_tgt），被关注的是源序列的各个位置，即编码器的输出（n_k = n_src）。",
                 )
             )
         if answer in ((batch, heads, n_tgt, n_tgt), (batch, heads, n_src, n_src)):
@@ -51,7 +51,7 @@ def _check(fn: Callable[[TransformerConfig, int, int, int], tuple[int, ...]]) ->
                 tr(
                     f"For {what} you gave a self-attention shape, where queries and keys come from one sentence. In "
                     "cross-attention the queries come from the target and the keys from the source.",
-                    f"当 {what} 时，你给出的是自注意力的形状，那里查询和键来自同一个句子。"
+                    f"当 {what} 时，你给出的是自注意力的形状，自注意力的查询和键来自同一个句子。"
                     "而在交叉注意力中，查询来自目标序列，键来自源序列。",
                 )
             )
@@ -74,7 +74,7 @@ def _check(fn: Callable[[TransformerConfig, int, int, int], tuple[int, ...]]) ->
         raise ExerciseMistake(
             tr(
                 f"For {what} you returned {answer}: that is not (B, h, n_q, n_k) for cross-attention.",
-                f"当 {what} 时，你返回的是 {answer}：这不是交叉注意力的 (B, h, n_q, n_k)。",
+                f"当 {what} 时，你返回的是 {answer}，而交叉注意力权重的形状应为 (B, h, n_q, n_k)。",
             )
         )
 

@@ -388,6 +388,26 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
             ),
         ),
         (
+            reference_merge_heads(trapped) @ w_o,
+            tr(
+                "you split the heads with a direct view to (batch, heads, len, d), the reshape trap of section 3 "
+                "(your merge is right): view to (batch, len, heads, d) first, then transpose(1, 2).",
+                "拆分各头时，你直接用 view 得到了 (batch, heads, len, d)，这正是第 3 节讲的 reshape 陷阱"
+                "（合并那一步是对的）：要先 view 成 (batch, len, heads, d)，再 transpose(1, 2)。",
+            ),
+        ),
+        (
+            (torch.softmax(raw / math.sqrt(d_k), -1) @ v).reshape(x_q.shape[0], x_q.shape[1], heads * d_v) @ w_o,
+            tr(
+                "you merged the heads by reshaping (batch, heads, len, d) straight to (batch, len, heads * d), the "
+                "reshape trap of section 3 in reverse (your split is right): transpose(1, 2) back to "
+                "(batch, len, heads, d) first, then reshape.",
+                "合并各头时，你把 (batch, heads, len, d) 直接 reshape 成了 (batch, len, heads * d)，"
+                "这是第 3 节讲的 reshape 陷阱反过来的情形（拆分那一步是对的）：要先 transpose(1, 2) 变回 "
+                "(batch, len, heads, d)，再 reshape。",
+            ),
+        ),
+        (
             finish(torch.softmax(raw / math.sqrt(d_v), -1)),
             tr(
                 "scale the scores by sqrt(d_k), the width of one head's queries and keys; d_v, the width of its "

@@ -287,7 +287,7 @@ class WordVocabulary:
                 tr(
                     f"word {word!r} is not in the vocabulary{hint}: it has {len(self)} words, each seen at least "
                     f"{self.min_count} times in the corpus",
-                    f"词 {word!r} 不在词表中{hint}：词表有 {len(self)} 个词，每个在语料中至少出现 {self.min_count} 次",
+                    f"词 {word!r} 不在词表中{hint}。词表有 {len(self)} 个词，每个在语料中至少出现 {self.min_count} 次",
                 )
             ) from None
 
