@@ -84,7 +84,8 @@ class ProgressLine:
         if self.enabled:
             filled = round(self.width * step / self.total)
             bar = "#" * filled + "." * (self.width - filled)
-            self.stream.write(f"\r{tr('step', '步')} {step:>{len(str(self.total))}}/{self.total} [{bar}] {text}")
+            counter = f"{step:>{len(str(self.total))}}/{self.total}"
+            self.stream.write("\r" + tr(f"step {counter}", f"第 {counter} 步") + f" [{bar}] {text}")
             self.stream.flush()
 
     def close(self) -> None:
