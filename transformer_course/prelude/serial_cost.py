@@ -80,9 +80,10 @@ class LayerWork:
         names = self.calls[name, n] if (name, n) in self.calls else []
         kinds = {kind: names.count(kind) for kind in sorted(set(names) & MATRIX_PRODUCTS)}
         listed = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+        listed_zh = "，".join(f"{kind} {count} 次" for kind, count in kinds.items())
         return tr(
             f"{sum(kinds.values())} of them matrix products ({listed})",
-            f"其中 {sum(kinds.values())} 个是矩阵乘法（{listed}）",
+            f"其中 {sum(kinds.values())} 次是矩阵乘法（{listed_zh}）",
         )
 
     def flops_table(self) -> str:
@@ -117,21 +118,22 @@ class LayerWork:
             tr(
                 f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: "
                 f"{self.num_calls('product', first)} operator calls",
-                f"n = {first}：把 RNN 的乘加写成一次矩阵乘法加 tanh：{self.num_calls('product', first)} 次算子调用",
+                f"n = {first} 时，若把 RNN 的全部乘加写成一次矩阵乘法加一次 tanh，"
+                f"只需 {self.num_calls('product', first)} 次算子调用",
             ),
             tr(
                 f"attention at every n: {self.num_calls('attention', first)} operator calls, "
                 f"{self.products('attention', first)}",
-                f"注意力在每个 n 上：{self.num_calls('attention', first)} 次算子调用，"
+                f"注意力层在每个 n 上都是 {self.num_calls('attention', first)} 次算子调用，"
                 f"{self.products('attention', first)}",
             ),
             tr(
                 f"RNN at n = {first}: {self.num_calls('RNN', first)} operator calls, {self.products('RNN', first)}",
-                f"RNN 在 n = {first} 时：{self.num_calls('RNN', first)} 次算子调用，{self.products('RNN', first)}",
+                f"RNN 在 n = {first} 时有 {self.num_calls('RNN', first)} 次算子调用，{self.products('RNN', first)}",
             ),
             tr(
                 f"RNN: each further step adds {self.rnn_calls_per_step:g} operator calls",
-                f"RNN：每多一步，就多 {self.rnn_calls_per_step:g} 次算子调用",
+                f"RNN 每多一步，就多 {self.rnn_calls_per_step:g} 次算子调用",
             ),
         ]
         return "\n".join(lines)
@@ -203,7 +205,7 @@ def check_operator_calls(work: LayerWork) -> None:
         per_step >= 1 and all(rnn_calls[n] == rnn_calls[first] + per_step * (n - first) for n in lengths),
         tr(
             "every further step adds the same number of operator calls to the RNN: n rounds of small calls",
-            "RNN 每多一步，都多出同样多的算子调用：n 轮小调用",
+            "RNN 每多一步，算子调用就多出同样的次数（共 n 轮小调用）",
         ),
         measured=rnn_calls,
     )
@@ -243,7 +245,7 @@ class LayerTimes:
         """The times (and the RNN's time per step), attention's over the RNN's, and the single product's time."""
         work, first = self.work, self.work.lengths[0]
         lines = [
-            tr(f"time on this thread, best of {self.repeats}", f"本线程上的耗时，取 {self.repeats} 次中最好的一次"),
+            tr(f"time on this thread, best of {self.repeats}", f"本线程上的耗时，取 {self.repeats} 次中最快的一次"),
             f"{'n':>6} {rjust(tr('RNN (ms)', 'RNN（毫秒）'), 10)} "
             f"{rjust(tr('RNN per step (us)', 'RNN 每步（微秒）'), 18)} "
             f"{rjust(tr('attention (ms)', '注意力（毫秒）'), 15)} {rjust(tr('attention/RNN', '注意力/RNN'), 14)}",
@@ -255,7 +257,8 @@ class LayerTimes:
             tr(
                 f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: "
                 f"{self.ms['product', first]:.2f} ms",
-                f"n = {first}：把 RNN 的乘加写成一次矩阵乘法加 tanh：{self.ms['product', first]:.2f} ms",
+                f"n = {first} 时，若把 RNN 的全部乘加写成一次矩阵乘法加一次 tanh，"
+                f"只需 {self.ms['product', first]:.2f} 毫秒",
             )
         )
         return "\n".join(lines)
@@ -316,7 +319,7 @@ def report_times(times: LayerTimes, middle: int = 64) -> dict[str, bool]:
             1 / 3 < per_step < 3,
             tr(
                 f"the RNN's time per step at n = {last} is within a factor of 3 of its time per step at n = {middle}",
-                f"RNN 在 n = {last} 时每步的耗时，与 n = {middle} 时每步的耗时相差不到 3 倍",
+                f"RNN 在 n = {last} 时的每步耗时与 n = {middle} 时的每步耗时之比，在 1/3 到 3 之间",
             ),
             measured=per_step,
         ),
