@@ -288,7 +288,7 @@ def _check_rank_matching_last_block(fn: Callable[[Sequence[tuple[int, int]], int
                 tr(
                     f"{what} you counted r x in x out per layer: LoRA trains two thin matrices, A (r, in) and "
                     "B (out, r), so r (in + out) per layer",
-                    f"{what}你按每层 r x in x out 计数：LoRA 训练的是两个窄矩阵 A (r, in) 和 B (out, r)，"
+                    f"{what}你按每层 r × in × out 计数：LoRA 训练的是两个窄矩阵 A (r, in) 和 B (out, r)，"
                     "所以每层是 r (in + out)",
                 ),
             ),
