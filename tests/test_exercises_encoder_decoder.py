@@ -118,6 +118,8 @@ def test_parameter_formula_checker(capsys):
         "count it once": make(emb_times=2),
         "embedding table (vocab_size x d_model) is missing": make(emb_times=0),
         "own bias": make(out_bias=False),
+        "the biases and the LayerNorms are missing": _weights_only,
+        "the biases are missing": _no_biases,
     }
     for hint, wrong in mistakes.items():
         assert not ex.check_parameter_formula(wrong)
@@ -163,6 +165,18 @@ def _no_cross_attention(d_model, d_ff, num_encoder_layers, num_decoder_layers, v
     return num_encoder_layers * enc + num_decoder_layers * dec + vocab_size * d_model + vocab_size
 
 
+def _weights_only(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
+    """The commonest miss: only the weight matrices, no bias and no LayerNorm anywhere."""
+    ffn = 2 * d_model * d_ff
+    encoder_layer, decoder_layer = 4 * d_model * d_model + ffn, 8 * d_model * d_model + ffn
+    return num_encoder_layers * encoder_layer + num_decoder_layers * decoder_layer + vocab_size * d_model
+
+
+def _no_biases(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
+    norms = 2 * d_model * (2 * num_encoder_layers + 3 * num_decoder_layers)
+    return _weights_only(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size) + norms
+
+
 CHECKERS = {
     "8.1": (ex.check_shift_right, ex.shift_right_reference),
     "8.2": (ex.check_cross_attention, ex.cross_attention_reference),
@@ -185,6 +199,8 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_cross_attention, _no_query_axis, "要给掩码加上查询轴"),
         (ex.check_parameter_formula, _no_cross_attention, "每个解码器层还有第二个注意力块"),
         (ex.check_parameter_formula, lambda *args: 12345, "应为 20,610 个参数"),
+        (ex.check_parameter_formula, _weights_only, "漏掉了偏置和层归一化：每个线性层都有偏置"),
+        (ex.check_parameter_formula, _no_biases, "漏掉了偏置：每个线性层都有偏置"),
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):

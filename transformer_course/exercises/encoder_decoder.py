@@ -241,14 +241,35 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                 case["num_encoder_layers"],
                 case["num_decoder_layers"],
             )
+            d_ff = case["d_ff"]
+            biases = n_enc * (4 * d + d_ff + d) + n_dec * (8 * d + d_ff + d) + v  # every Linear's bias
+            norms = 2 * d * (2 * n_enc + 3 * n_dec)  # every LayerNorm's gain and bias
+            biases_where = tr(
+                "every Linear has a bias (4 d_model per attention block, d_ff + d_model per FFN, vocab_size for "
+                "the output layer)",
+                "每个线性层都有偏置（每个注意力块 4 × d_model 个，每个 FFN d_ff + d_model 个，输出层 vocab_size 个）",
+            )
+            norms_where = tr(
+                "every LayerNorm has 2 d_model parameters (gain and bias; 2 per encoder layer, 3 per decoder layer)",
+                "每个层归一化有 2 × d_model 个参数（增益和偏置；每个编码器层 2 个，每个解码器层 3 个）",
+            )
+            both = tr(
+                f"the biases and the LayerNorms are missing: {biases_where}, and {norms_where}",
+                f"漏掉了偏置和层归一化：{biases_where}；{norms_where}",
+            )
+            only_biases = tr(f"the biases are missing: {biases_where}", f"漏掉了偏置：{biases_where}")
             hints = {
+                biases + norms: both,
+                biases - v + norms: both,
+                biases: only_biases,
+                biases - v: only_biases,
                 n_dec * (4 * d * d + 4 * d): tr(
                     "each decoder layer has a second attention block (cross-attention)",
                     "每个解码器层还有第二个注意力块（交叉注意力）",
                 ),
                 2 * d * (2 * n_enc + 3 * n_dec): tr(
                     "each LayerNorm has 2 d_model parameters (gain and bias)",
-                    "每个 LayerNorm 有 2 d_model 个参数（增益和偏置）",
+                    "每个层归一化有 2 × d_model 个参数（增益和偏置）",
                 ),
                 -v * d: tr(
                     "with tied weights the output matrix IS the embedding table: count it once",
@@ -256,7 +277,7 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                 ),
                 v * d: tr(
                     "the shared embedding table (vocab_size x d_model) is missing",
-                    "漏掉了共享的嵌入表（vocab_size x d_model）",
+                    "漏掉了共享的嵌入表（vocab_size × d_model）",
                 ),
                 v: tr(
                     "the output layer still has its own bias, one per vocabulary entry",
