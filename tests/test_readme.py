@@ -68,17 +68,17 @@ FACTS = [
 QUOTED_IN_00 = [
     (
         "not notebook 15's 90%",
-        "而不是笔记本 15 的 90%",
+        "笔记本 15 要求 90%",
         "holds: more than 90% of the generated words are words of the training text",
     ),
     (
         "notebook 15 measures 61% for such a model",
-        "这样的模型是 61%",
+        "这种模型写出的单词有 61% 在训练文本中出现过",
         "bigram counts 61% of the words occur in the training text",
     ),
     (
         "and 90% for this GPT when both draw from their predictions unchanged (temperature 1)",
-        "两者都直接按模型给出的概率采样（温度 1）时，这样的模型是 61%，这个 GPT 是 90%",
+        "两者都按模型给出的概率直接采样（温度 1）时，这种模型写出的单词有 61% 在训练文本中出现过，这个 GPT 则有 90%",
         "shipped model, temperature 1.0 90% of the words occur in the training text",
     ),
 ]
