@@ -190,7 +190,7 @@ def draw_architecture() -> Figure:
     ax.add_patch(
         FancyBboxPatch((0.3, 3.15), 4.2, encoder_top - 2.75, boxstyle="round,pad=0.1", fc="none", ec="0.5", ls="--")
     )
-    ax.text(0.1, (3.15 + encoder_top + 0.4) / 2, tr("N x", "N ×"), ha="right", va="center", fontsize=_font(11))
+    ax.text(0.1, (3.15 + encoder_top + 0.4) / 2, "N ×", ha="right", va="center", fontsize=_font(11))
     ax.text(
         1.55, encoder_top + 0.15, tr("Encoder", "编码器"), ha="center", va="bottom", fontsize=_font(11), weight="bold"
     )
@@ -212,7 +212,7 @@ def draw_architecture() -> Figure:
     ax.text(
         decoder_x + width + 0.9,
         (3.15 + decoder_top + 0.4) / 2,
-        tr("x N", "× N"),
+        "× N",
         ha="left",
         va="center",
         fontsize=_font(11),
@@ -238,7 +238,7 @@ def draw_architecture() -> Figure:
             1.6,
             width + 0.3,
             0.7,
-            tr("Embedding x sqrt(d_model)\n+ positional encoding", "嵌入 × √d_model\n+ 位置编码"),
+            tr("Embedding × √d_model\n+ positional encoding", "嵌入 × √d_model\n+ 位置编码"),
             embed,
         )
         ax.text(middle, 0.85, label, ha="center", va="center", fontsize=_font(10))
