@@ -66,10 +66,10 @@ def test_in_the_chinese_edition_the_claims_speak_chinese(capsys):
     with pytest.raises(ClaimFailed, match=r"^本次运行中这一结论不成立：精确匹配率高于 99\.5%（测得：0\.9）$"):
         check(0.9 > 0.995, "精确匹配率高于 99.5%", measured=0.9)
     assert observe(True, "缓存更快") is True
-    assert capsys.readouterr().out == "本次运行看到：缓存更快\n"
+    assert capsys.readouterr().out == "本次运行中观察到：缓存更快\n"
     assert observe(False, "缓存更快", measured=0.5) is False
     out = capsys.readouterr().out
-    assert out.startswith("本次运行没有看到：缓存更快（测得：0.5）。耗时取决于机器") and out.endswith(
+    assert out.startswith("本次运行中未观察到：缓存更快（测得：0.5）。耗时取决于机器") and out.endswith(
         "只报告，不检查。\n"
     )
     set_language("en")

@@ -4,11 +4,15 @@ import importlib
 import pkgutil
 import re
 
+import torch
+
 from transformer_course.exercises._core import (
     EXERCISES,
     Exercise,
     ExerciseMistake,
     as_sentence,
+    crash_hint,
+    explain_shape_error,
     report,
     translate_feedback,
 )
@@ -50,6 +54,54 @@ def test_report_speaks_chinese(capsys):
         assert capsys.readouterr().out == "练习 0.9（演示）：正确！\n"
     finally:
         del EXERCISES["0.9"]
+
+
+def _error_of(fn) -> RuntimeError:
+    try:
+        fn()
+    except RuntimeError as error:
+        return error
+    raise AssertionError("expected a RuntimeError")
+
+
+def test_pytorch_shape_errors_are_said_in_chinese():
+    broadcast = _error_of(lambda: torch.ones(4, 8) * torch.ones(4))
+    matmul = _error_of(lambda: torch.ones(4, 8) @ torch.ones(4, 8))
+    view = _error_of(lambda: torch.ones(4, 8).view(3, 5))
+    assert explain_shape_error(broadcast) == "两个张量在第 1 维上的大小不一致（8 与 4），无法广播"
+    assert explain_shape_error(matmul) == "矩阵乘法的形状对不上（4x8 与 4x8）：前者的列数应等于后者的行数"
+    assert explain_shape_error(view) == "32 个元素排不成形状 [3, 5]"
+    other = RuntimeError("something else")
+    assert explain_shape_error(other) == "something else"
+
+
+def test_crash_hint_only_for_the_two_sizes_of_the_slip():
+    broadcast = _error_of(lambda: torch.ones(4, 8) * torch.ones(4))
+    assert crash_hint(broadcast, (4, 8), "hint", "提示") is not None
+    assert crash_hint(broadcast, (8, 4), "hint", "提示") is not None
+    assert crash_hint(broadcast, (4, 5), "hint", "提示") is None
+    assert crash_hint(_error_of(lambda: torch.ones(4, 8) @ torch.ones(4, 8)), (4, 8), "hint", "提示") is None
+
+
+def test_a_crash_is_explained_in_chinese(capsys):
+    demo = Exercise("0.8", "demo", "演示")
+    try:
+        set_language("zh")
+        assert not report(demo, lambda: torch.ones(4, 8) @ torch.ones(4, 8))
+        assert capsys.readouterr().out == (
+            "练习 0.8（演示）：你的代码出错了：矩阵乘法的形状对不上（4x8 与 4x8）：前者的列数应等于后者的行数。\n"
+        )
+        assert not report(demo, lambda: int("x"))
+        assert capsys.readouterr().out.startswith("练习 0.8（演示）：你的代码抛出了 ValueError: ")
+        set_language("en")
+        assert not report(demo, lambda: torch.ones(4, 8) @ torch.ones(4, 8))
+        assert capsys.readouterr().out == (
+            "Exercise 0.8 (demo): your code raised RuntimeError: mat1 and mat2 shapes cannot be multiplied "
+            "(4x8 and 4x8)\n"
+        )
+    finally:
+        set_language("en")
+        del EXERCISES["0.8"]
 
 
 def _exercise_modules() -> list:

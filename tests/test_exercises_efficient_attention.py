@@ -156,9 +156,17 @@ def _wrong_sign(a, b):
     return m, a[1] * sa + b[1] * sb, a[2] * sa.unsqueeze(-1) + b[2] * sb.unsqueeze(-1)
 
 
+def _acc_factor_not_broadcast(a, b):
+    """The factors exp(m_a - m), shaped like l, multiplied into acc without [..., None]: a broadcasting error."""
+    m = torch.maximum(a[0], b[0])
+    sa, sb = torch.exp(a[0] - m), torch.exp(b[0] - m)
+    return m, a[1] * sa + b[1] * sb, a[2] * sa + b[2] * sb
+
+
 @pytest.mark.parametrize(
     "wrong, hint",
     [
+        (_acc_factor_not_broadcast, "acc_a * torch.exp(m_a - m)[..., None]"),
         (_no_rescale, "without rescaling"),
         (_only_a_rescaled, "block b's l and acc also need the factor exp(m_b - m)"),
         (_only_b_rescaled, "block a's l and acc also need the factor exp(m_a - m)"),
@@ -256,9 +264,16 @@ def _epsilon_in_the_denominator(s, z, phi_q, phi_k, v):
     return s, z, (phi_q @ s) / (phi_q @ z + 1.0)
 
 
+def _outer_product_reversed(s, z, phi_q, phi_k, v):
+    """The state's update written torch.outer(v, phi_k): (d, m), added to s (m, d)."""
+    s, z = s + torch.outer(v, phi_k), z + phi_k
+    return s, z, (phi_q @ s) / (phi_q @ z)
+
+
 @pytest.mark.parametrize(
     "wrong, hint",
     [
+        (_outer_product_reversed, "add torch.outer(phi_k, v), not torch.outer(v, phi_k)"),
         (_read_before_update, "leaves out token i itself"),
         (_state_not_returned, "never carried over"),
         (_unnormalised, "not normalised"),
@@ -315,6 +330,8 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_longformer_mask, _rows_only, "“被”每个词元看到"),
         (ex.check_longformer_mask, _one_sided, "窗口是双向的"),
         (ex.check_longformer_mask, _no_global, "缺少全局词元"),
+        (ex.check_online_softmax_merge, _acc_factor_not_broadcast, "无法广播。acc 比 m 和 l 多一维"),
+        (ex.check_linear_attention_step, _outer_product_reversed, "要加的是 torch.outer(phi_k, v)"),
         (ex.check_online_softmax_merge, _no_rescale, "你没有重新缩放"),
         (ex.check_online_softmax_merge, _only_a_rescaled, "块 b 的 l 和 acc 也要乘以因子 exp(m_b - m)"),
         (ex.check_online_softmax_merge, _acc_only_rescaled, "你重新缩放了 acc，却没有重新缩放 l"),

@@ -280,6 +280,31 @@ def _sorted_within_rows_put_back(experts, gates, capacity, num_experts):
     return kept
 
 
+def _v_moe_by_token(experts, gates, capacity, num_experts):
+    """V-MoE as the exercise's first sentence describes it: tokens by their largest gate, every first choice (a row's
+    largest gate) before any second choice."""
+    tokens, top_k = experts.shape
+    confident_first = sorted(range(tokens), key=lambda t: -float(gates[t].max()))
+    order = []
+    for rank in range(top_k):
+        for t in confident_first:
+            order.append(t * top_k + int(gates[t].argsort(descending=True)[rank]))
+    return _served(experts, torch.tensor(order), capacity, num_experts)
+
+
+def _v_moe_by_column(experts, gates, capacity, num_experts):
+    """The same, with column j taken as each token's j-th choice."""
+    tokens, top_k = experts.shape
+    confident_first = sorted(range(tokens), key=lambda t: -float(gates[t].max()))
+    order = [t * top_k + j for j in range(top_k) for t in confident_first]
+    return _served(experts, torch.tensor(order), capacity, num_experts)
+
+
+def _flipped_ascending(experts, gates, capacity, num_experts):
+    """Descending order made by flipping a stable ascending sort: equal gates come later token first."""
+    return _served(experts, torch.argsort(gates.flatten(), stable=True).flip(0), capacity, num_experts)
+
+
 def test_priority_reference_does_not_assume_sorted_rows():
     for experts, gates, capacity, num_experts in ex._priority_cases():
         swapped = ex.reference_priority_capacity(experts.flip(1), gates.flip(1), capacity, num_experts)
@@ -298,6 +323,9 @@ def test_priority_reference_does_not_assume_sorted_rows():
         (_token_order, "first come, first served"),
         (_ascending, "smallest gates first"),
         (_one_too_many, "capacity + 1"),
+        (_v_moe_by_token, "V-MoE's rule"),
+        (_v_moe_by_column, "V-MoE's rule"),
+        (_flipped_ascending, "equal gates are served in the wrong order"),
         (lambda e, g, c, n: torch.ones_like(e, dtype=torch.bool), "nothing was dropped"),
         (_global_top, "more than its capacity"),
         (_per_token, "the kept assignments should be"),
@@ -347,6 +375,8 @@ def test_checkers_speak_chinese(number, check, reference, capsys):
         (ex.check_priority_capacity, _left_in_sorted_order, "kept[order] = ..."),
         (ex.check_priority_capacity, _permutation_not_inverse, "又排了一次序"),
         (ex.check_priority_capacity, _sorted_within_rows, "逐行"),
+        (ex.check_priority_capacity, _v_moe_by_token, "V-MoE 的规则"),
+        (ex.check_priority_capacity, _flipped_ascending, "平局的顺序也反过来"),
         (
             ex.check_balance_loss,
             lambda p, e: p.shape[1] * (_shares(p, e) * _mean_over_choosers(p, e)).sum(),

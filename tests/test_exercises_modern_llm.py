@@ -189,9 +189,16 @@ def _only_first_kv_head(q, k, v):
     return _causal_softmax(q, k[:, :1].expand(-1, q.shape[1], -1, -1), v[:, :1].expand(-1, q.shape[1], -1, -1))
 
 
+def _kv_heads_not_repeated(q, k, v):
+    """Plain causal attention, as if k and v had as many heads as q: PyTorch raises a broadcasting error."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return scores.softmax(dim=-1) @ v
+
+
 @pytest.mark.parametrize(
     "wrong, hint",
     [
+        (_kv_heads_not_repeated, "repeat each key/value head 4 times along dim 1"),
         (_cycled, "repeat_interleave"),
         (_top_left, "tril(len_k - len_q)"),
         (_torch_is_causal, "is_causal=True"),
@@ -276,6 +283,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_rope, _backwards, "你的旋转方向反了"),
         (ex.check_rope, _from_one, "位置从 0 开始"),
         (ex.check_rope, _concatenated, "用 torch.cat 写回时"),
+        (ex.check_gqa, _kv_heads_not_repeated, "两个张量在第 1 维上的大小不一致（8 与 2），无法广播。查询有 8 个头"),
         (ex.check_gqa, _cycled, "要用 repeat_interleave"),
         (ex.check_gqa, _top_left, "就好像查询位于序列的开头"),
         (ex.check_gqa, _no_mask, "注意力必须是因果的"),

@@ -21,7 +21,7 @@ so Run All never stops on a busy machine. ``check`` stays for what holds anywher
 from the shapes, bytes, trained numbers with a tolerance.
 
 In the Chinese edition (``set_language("zh")``, :mod:`transformer_course.language`) the notebook's code passes the
-claim in Chinese and the lines read ``成立：...``, ``本次运行看到：...``, ``本次运行没有看到：...``; the error says in
+claim in Chinese and the lines read ``成立：...``, ``本次运行中观察到：...``, ``本次运行中未观察到：...``; the error says in
 Chinese that the claim does not hold.
 """
 
@@ -79,10 +79,10 @@ def observe(condition: Any, claim: str, measured: Any = None) -> bool:
     """
     seen = _truth(condition, claim)
     if seen:
-        print(tr("seen on this run: ", "本次运行看到：") + claim)
+        print(tr("seen on this run: ", "本次运行中观察到：") + claim)
     else:
         print(
-            tr("not seen on this run: ", "本次运行没有看到：")
+            tr("not seen on this run: ", "本次运行中未观察到：")
             + claim
             + _measured(measured)
             + tr(

@@ -89,7 +89,7 @@ def expect_close(actual: object, expected: torch.Tensor, what: str, atol: float 
         raise ExerciseMistake(
             tr(
                 f"{what} differs from the expected values (largest difference {worst:.3g})",
-                f"{_then(what)}与期望值不同（最大差 {worst:.3g}）",
+                f"{_then(what)}与正确结果不同（最大差 {worst:.3g}）",
             )
         )
 
@@ -105,6 +105,47 @@ def as_sentence(message: str) -> str:
     if message and message[-1] not in ".!?":
         message += "."
     return message
+
+
+_SIZE_MISMATCH = re.compile(
+    r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (-?\d+)"
+)
+_MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+x\d+) and (\d+x\d+)\)")
+_BAD_VIEW = re.compile(r"shape '(\[[^\]]*\])' is invalid for input of size (\d+)")
+
+
+def mismatched_sizes(error: BaseException) -> tuple[int, int] | None:
+    """The two sizes in PyTorch's broadcasting error ("The size of tensor a (8) must match the size of tensor b
+    (2) ..."), or None for any other error."""
+    match = _SIZE_MISMATCH.search(str(error))
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def explain_shape_error(error: BaseException) -> str:
+    """PyTorch's three commonest shape errors said in Chinese (broadcasting, matrix product, view); any other
+    error's own text."""
+    text = str(error)
+    if match := _SIZE_MISMATCH.search(text):
+        return f"两个张量在第 {match[3]} 维上的大小不一致（{match[1]} 与 {match[2]}），无法广播"
+    if match := _MATMUL_MISMATCH.search(text):
+        return f"矩阵乘法的形状对不上（{match[1]} 与 {match[2]}）：前者的列数应等于后者的行数"
+    if match := _BAD_VIEW.search(text):
+        return f"{match[2]} 个元素排不成形状 {match[1]}"
+    return text
+
+
+def crash_hint(error: BaseException, sizes: tuple[int, int], en: str, zh: str) -> ExerciseMistake | None:
+    """A mistake with a hint when ``error`` is a broadcasting error between exactly the two sizes the likeliest
+    slip produces (in either order), else None. ``sizes`` are those two sizes; ``en``/``zh`` the hint."""
+    found = mismatched_sizes(error)
+    if found is None or sorted(found) != sorted(sizes):
+        return None
+    return ExerciseMistake(
+        tr(
+            f"your code raised {type(error).__name__}: {error}. {en}",
+            f"你的代码出错了：{explain_shape_error(error)}。{zh}",
+        )
+    )
 
 
 def report(exercise: Exercise | str, check: Callable[[], None]) -> bool:
@@ -125,7 +166,12 @@ def report(exercise: Exercise | str, check: Callable[[], None]) -> bool:
         return False
     except Exception as error:  # the reader's code crashed: show it as feedback, not as a traceback
         name = type(error).__name__
-        print(f"{label}：你的代码抛出了 {name}: {error}" if zh else f"{label}: your code raised {name}: {error}")
+        if zh:
+            explained = explain_shape_error(error)
+            said = f"你的代码出错了：{explained}。" if explained != str(error) else f"你的代码抛出了 {name}: {error}"
+            print(f"{label}：{said}")
+        else:
+            print(f"{label}: your code raised {name}: {error}")
         return False
     print(f"{label}：正确！" if zh else f"{label}: correct!")
     return True

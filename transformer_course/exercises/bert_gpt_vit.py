@@ -248,7 +248,7 @@ def _check_segments(fn: Callable[[Tensor, int, int], Tensor]) -> None:
         raise ExerciseMistake(
             tr(
                 f"{what} differ from the expected ones at {wrong_count} positions",
-                f"{_then(what)}有 {wrong_count} 个位置与期望值不同",
+                f"{_then(what)}有 {wrong_count} 个位置与正确结果不同",
             )
         )
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, crash_hint, expect, expect_close, expect_tensor, report, tr
 
 LONGFORMER_MASK = Exercise("13.1", "Longformer mask", "Longformer 掩码")
 ONLINE_SOFTMAX_MERGE = Exercise("13.2", "online softmax merge", "在线 softmax 的合并")
@@ -220,7 +220,21 @@ def _check_merge(fn: Callable[[State, State], State]) -> None:
             f"your merge for q of shape {shape}, keys split {split} + {10 - split}",
             f"你的合并（q 的形状为 {shape}，键拆分为 {split} + {10 - split}）",
         )
-        out = fn(tuple(t.clone() for t in a), tuple(t.clone() for t in b))
+        try:
+            out = fn(tuple(t.clone() for t in a), tuple(t.clone() for t in b))
+        except RuntimeError as error:
+            n_q = shape[-2]
+            mistake = crash_hint(
+                error,
+                (n_q, d),
+                f"acc has one more axis than m and l, the value dimension ({d}): give the factor that axis, "
+                "acc_a * torch.exp(m_a - m)[..., None].",
+                f"acc 比 m 和 l 多一维，即值的维度（{d}）：缩放因子也要补上这一维，"
+                "写成 acc_a * torch.exp(m_a - m)[..., None]。",
+            )
+            if mistake is None:
+                raise
+            raise mistake from error
         got = type(out).__name__
         expect(
             isinstance(out, (tuple, list)) and len(out) == 3,
@@ -347,7 +361,20 @@ def _check_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) ->
         s, z = torch.zeros(m, d), torch.zeros(m)
         outputs = []
         for i in range(n):
-            result = fn(s.clone(), z.clone(), phi_q[i].clone(), phi_k[i].clone(), v[i].clone())
+            try:
+                result = fn(s.clone(), z.clone(), phi_q[i].clone(), phi_k[i].clone(), v[i].clone())
+            except RuntimeError as error:
+                mistake = crash_hint(
+                    error,
+                    (m, d),
+                    f"s has shape (m, d) = ({m}, {d}), one row per feature: add torch.outer(phi_k, v), not "
+                    "torch.outer(v, phi_k), and read it as phi_q @ s.",
+                    f"s 的形状是 (m, d) = ({m}, {d})，每个特征一行：要加的是 torch.outer(phi_k, v)，"
+                    "不是 torch.outer(v, phi_k)；读出时用 phi_q @ s。",
+                )
+                if mistake is None:
+                    raise
+                raise mistake from error
             got = type(result).__name__
             expect(
                 isinstance(result, (tuple, list)) and len(result) == 3,

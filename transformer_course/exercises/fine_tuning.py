@@ -258,7 +258,7 @@ def _check_rank_matching_last_block(fn: Callable[[Sequence[tuple[int, int]], int
         what = tr(
             f"for {f'layers {list(shapes)}' if few else f'the {len(shapes)} layers {list(shapes[:2])} ...'} and a "
             f"last block of {last_block:,} numbers,",
-            f"对{f'层 {list(shapes)}' if few else f' {len(shapes)} 个层 {list(shapes[:2])} ……'}和 {last_block:,} "
+            f"对{f'层 {list(shapes)} ' if few else f' {len(shapes)} 个层 {list(shapes[:2])} ……'}和 {last_block:,} "
             "个参数的最后一个块，",
         )
         per_rank = sum(i + o for o, i in shapes)

@@ -206,6 +206,18 @@ def _kept_in_order(experts: Tensor, order: Tensor, capacity: int, num_experts: i
     return kept.view_as(experts)
 
 
+def _whole_tokens_by_confidence(experts: Tensor, gates: Tensor, capacity: int, num_experts: int) -> list[Tensor]:
+    """Two readings of V-MoE's batch prioritized routing, the likeliest answer copied from the exercise's first
+    sentence: tokens ordered by their largest gate, all first choices served before any second choice; the j-th
+    choice taken as column j, or as the j-th largest gate of the row. Each returns kept (tokens, top_k) bool."""
+    tokens, top_k = experts.shape
+    by_confidence = torch.argsort(gates.max(dim=1).values, descending=True, stable=True)
+    within = torch.argsort(gates, dim=1, descending=True, stable=True)
+    as_columns = torch.cat([by_confidence * top_k + j for j in range(top_k)])
+    as_ranks = torch.cat([by_confidence * top_k + within[by_confidence, j] for j in range(top_k)])
+    return [_kept_in_order(experts, order, capacity, num_experts) for order in (as_columns, as_ranks)]
+
+
 def reference_priority_capacity(experts: Tensor, gates: Tensor, capacity: int, num_experts: int) -> Tensor:
     """Reference solution of exercise 16.2: capacity served by priority, a simpler rule in the spirit of V-MoE's
     batch prioritized routing (which orders whole tokens by a confidence score and serves every first choice first).
@@ -260,6 +272,9 @@ def _check_priority_capacity(fn: Callable[[Tensor, Tensor, int, int], Tensor]) -
         )
         everything = torch.ones_like(expected)
         one_more = _kept_in_order(experts, order, capacity + 1, num_experts)
+        ascending_flipped = _kept_in_order(
+            experts, torch.argsort(gates.flatten(), stable=True).flip(0), capacity, num_experts
+        )
         if torch.equal(answer, first_come):
             hint = tr(
                 "you served the assignments in token order (first come, first served, the notebook's rule); here "
@@ -268,6 +283,24 @@ def _check_priority_capacity(fn: Callable[[Tensor, Tensor, int, int], Tensor]) -
                 "你是按词元顺序（先到先得，也就是笔记本里的规则）处理分配的，而这里要先处理门控值最大的。"
                 "应把 tokens * top_k 个分配展平，再全部按门控值从大到小排序。只在每个词元自己的选择之内排序"
                 "不会改变任何结果，因为它们去的是不同的专家",
+            )
+        elif any(
+            torch.equal(answer, kept) for kept in _whole_tokens_by_confidence(experts, gates, capacity, num_experts)
+        ):
+            hint = tr(
+                "you served whole tokens by their largest gate, every first choice before any second choice: that "
+                "is V-MoE's rule; the simpler rule ranks each assignment by its own gate, so sort all "
+                "tokens * top_k gates together",
+                "你是按词元最大的门控值给整个词元排队，并先处理完所有第一选择再处理第二选择，这是 V-MoE 的规则；"
+                "这里的简化规则按每个分配自己的门控值排序，所以要把 tokens * top_k 个门控值放在一起排序",
+            )
+        elif torch.equal(answer, ascending_flipped):
+            hint = tr(
+                "equal gates are served in the wrong order (with top-1 every gate is 1, so all of them tie): the "
+                "earlier token goes first; flipping an ascending sort reverses the ties, so sort with "
+                "descending=True, stable=True",
+                "门控值相等的分配处理顺序反了（top-1 时每个门控值都是 1，全部相等）：应是前面的词元先处理；"
+                "把升序排序结果翻转会把平局的顺序也反过来，所以要用 descending=True、stable=True 排序",
             )
         elif torch.equal(answer, row_sorted):
             hint = tr(

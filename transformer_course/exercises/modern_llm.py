@@ -20,7 +20,7 @@ from torch import Tensor
 
 from ..core.rope import apply_rope
 from ..efficient.kv_cache import PUBLISHED_DECODERS, DecoderShape, kv_cache_bytes
-from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, crash_hint, expect, expect_close, expect_tensor, report, tr
 
 ROPE = Exercise("12.1", "RoPE", "旋转位置编码 RoPE")
 GQA = Exercise("12.2", "grouped-query attention", "分组查询注意力")
@@ -200,7 +200,22 @@ def _check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
             f"your output for {heads} query heads, {kv_heads} key/value heads, len_q {len_q}, len_k {len_k}",
             f"你在 {heads} 个查询头、{kv_heads} 个键/值头、len_q = {len_q}、len_k = {len_k} 时的输出",
         )
-        out = fn(q.clone(), k.clone(), v.clone())
+        try:
+            out = fn(q.clone(), k.clone(), v.clone())
+        except RuntimeError as error:
+            group = heads // kv_heads
+            mistake = crash_hint(
+                error,
+                (heads, kv_heads),
+                f"The queries have {heads} heads and the keys and values {kv_heads}: repeat each key/value head "
+                f"{group} times along dim 1 (repeat_interleave, so that query head h meets kv head h // {group}) "
+                "before the product.",
+                f"查询有 {heads} 个头，键和值只有 {kv_heads} 个：先把每个键/值头沿第 1 维重复 {group} 次"
+                f"（用 repeat_interleave，让查询头 h 对上键/值头 h // {group}），再做乘积。",
+            )
+            if mistake is None:
+                raise
+            raise mistake from error
         expected = reference_gqa(q, k, v)
         expect_tensor(out, what, expected.shape, "(batch, heads, len_q, d)")
         if torch.allclose(out.detach(), expected, atol=1e-5):

@@ -143,7 +143,7 @@ def _check_classifier(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
         tr(
             f"{wrong_count} of {shape[0]} labels differ from the expected ones: the centroid of class c is the mean "
             "of the training vectors labelled c, scaled to length 1",
-            f"{shape[0]} 个标签中有 {wrong_count} 个与期望值不同：类 c 的质心是标签为 c 的训练向量的均值，"
+            f"{shape[0]} 个标签中有 {wrong_count} 个与正确结果不同：类 c 的质心是标签为 c 的训练向量的均值，"
             "再缩放到长度 1",
         )
     )
