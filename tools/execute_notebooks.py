@@ -55,6 +55,14 @@ def main() -> None:
         missing = [path.name for path in paths if not path.is_file()]
         if missing:
             raise SystemExit(f"not built yet: {', '.join(missing)}; run python -m tools.translations build first")
+    if args.language == "zh":
+        from transformer_course.language import CHINESE_FONTS, chinese_font
+
+        if chinese_font(rescan=True) is None:
+            raise SystemExit(
+                f"no Chinese font found (any of {', '.join(CHINESE_FONTS)}): the figures would show boxes. Install "
+                "one first, e.g. apt-get install fonts-noto-cjk, as .ci/run does"
+            )
     for path in paths:
         print(f"{path.name}: executing ...", flush=True)
         print(f"{path.name}: done in {execute(path, args.timeout):.1f} s", flush=True)
