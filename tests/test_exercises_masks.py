@@ -250,3 +250,13 @@ def test_checkers_speak_chinese(number, capsys):
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
     assert_mistake_named_in_chinese(check, wrong, hint, capsys)
+
+
+def test_causal_checker_labels_with_the_learners_function_name(capsys):
+    def my_mask(len_q, len_k):
+        return torch.zeros(len_q, len_k)
+
+    assert not ex.check_causal_additive_mask(my_mask)
+    assert "my_mask(3, 3)" in capsys.readouterr().out
+    assert not ex.check_causal_additive_mask(lambda q, k: torch.zeros(q, k))
+    assert "causal_additive_mask(3, 3)" in capsys.readouterr().out

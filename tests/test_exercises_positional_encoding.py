@@ -244,7 +244,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_halves_rotation, _interleaved, "第 5 节交错布局下的矩阵"),
         (ex.check_halves_rotation, _backwards, "把位置往回移了"),
         (ex.check_halves_rotation, _same_angle, "让每一对都转了同一个角度 k"),
-        (ex.check_halves_rotation, _no_minus, "但有符号错了"),
+        (ex.check_halves_rotation, _no_minus, "但有的正负号错了"),
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):

@@ -131,6 +131,8 @@ GRADIENT_MISTAKES = {
     "tanh applied twice": (lambda x, s, d: (d * (1 - torch.tanh(s) ** 2)).T @ x, "already tanh"),
     "sigmoid slope": (lambda x, s, d: (d * torch.sigmoid(s) * (1 - torch.sigmoid(s))).T @ x, None),
     "half": (lambda x, s, d: 0.5 * ex.reference_input_gradient(x, s, d), "autograd"),
+    "slope 1 - S": (lambda x, s, d: (d * (1 - s)).T @ x, "the state squared"),
+    "previous input": (lambda x, s, d: (d * _slope(s))[1:].T @ x[:-1], "not x_{k-1}"),
 }
 
 
@@ -200,6 +202,8 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_bptt_product, _multi_dot, "乘积就是 J_1 本身"),
         (ex.check_input_gradient, GRADIENT_MISTAKES["no slope"][0], "乘以斜率"),
         (ex.check_input_gradient, GRADIENT_MISTAKES["transposed"][0], "结果转置了"),
+        (ex.check_input_gradient, GRADIENT_MISTAKES["slope 1 - S"][0], "状态的平方"),
+        (ex.check_input_gradient, GRADIENT_MISTAKES["previous input"][0], "U 乘的是第 k 步自己的输入 x_k"),
         (ex.check_input_gradient, GRADIENT_MISTAKES["W's term (previous states)"][0], "你的结果是 W 的形状"),
         (ex.check_conv_layers, CONV_MISTAKES["off by one"][0], "差了一层"),
         (ex.check_conv_layers, CONV_MISTAKES["log2 of n"][0], "而不是 2^L"),

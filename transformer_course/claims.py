@@ -21,8 +21,8 @@ so Run All never stops on a busy machine. ``check`` stays for what holds anywher
 from the shapes, bytes, trained numbers with a tolerance.
 
 In the Chinese edition (``set_language("zh")``, :mod:`transformer_course.language`) the notebook's code passes the
-claim in Chinese and the lines read ``成立：...``, ``本次运行中观察到：...``, ``本次运行中未观察到：...``; the error says in
-Chinese that the claim does not hold.
+claim in Chinese and the lines read ``成立：...``, ``本次运行中观察到：...``, ``本次运行中未观察到：...``; the
+error says in Chinese that the claim does not hold.
 """
 
 from __future__ import annotations

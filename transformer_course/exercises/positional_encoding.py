@@ -235,7 +235,7 @@ def _check_halves_rotation(fn: Callable[[int, int], Tensor]) -> None:
                         f"{what} has the right entries in the right places, but a sign is wrong: "
                         "sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b, so the "
                         "only minus sign goes on the sin terms in the cosine rows (rows d_model/2 and up).",
-                        f"{what}的每个元素都放对了位置，但有符号错了：sin(a + b) = sin a cos b + cos a sin b，"
+                        f"{what}的每个元素都放对了位置，但有的正负号错了：sin(a + b) = sin a cos b + cos a sin b，"
                         "cos(a + b) = cos a cos b - sin a sin b，"
                         "所以只有余弦行（第 d_model/2 行及以后）里的 sin 项前面带负号。",
                     )

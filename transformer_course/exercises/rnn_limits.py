@@ -220,6 +220,22 @@ def _check_input_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> Non
             (deltas * (1 - torch.tanh(states) ** 2)).T @ x,
             tr("S_k is already tanh(a_k): f'(a_k) = 1 - S_k^2.", "S_k 已经是 tanh(a_k) 了：f'(a_k) = 1 - S_k^2。"),
         ),
+        (
+            (deltas * (1 - states)).T @ x,
+            tr(
+                "The slope of tanh is 1 - S_k^2 (the state squared), not 1 - S_k.",
+                "tanh 的斜率是 1 - S_k^2（状态的平方），而不是 1 - S_k。",
+            ),
+        ),
+        (
+            (deltas * slope)[1:].T @ x[:-1],
+            tr(
+                "U multiplies x_k, the input of step k itself: step k's term is (delta_k * f'(a_k)) x_k^T, not "
+                "x_{k-1} (the shift by one step belongs to W's S_{k-1}).",
+                "U 乘的是第 k 步自己的输入 x_k：第 k 步的项是 (delta_k * f'(a_k)) x_k^T，而不是 x_{k-1}"
+                "（错开一步的是 W 的梯度中的 S_{k-1}）。",
+            ),
+        ),
     ]
     for wrong, hint in hints:
         if torch.allclose(o, wrong, atol=1e-8):

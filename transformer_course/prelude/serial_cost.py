@@ -293,8 +293,9 @@ def report_times(times: LayerTimes, middle: int = 64) -> dict[str, bool]:
     takes more than twice as long as one product doing its multiply-adds (``"fixed cost"``); its time per step at the
     longest length is within a factor of 3 of that at ``middle`` (``"per step"``); attention's time over the RNN's is
     more than twice as large at the longest length as at ``middle`` (``"grows"``); attention takes longer than the
-    RNN at every length above ``middle`` (``"slower"``). Nothing is said about the shortest lengths: there the RNN's
-    many small calls weigh about as much as attention's extra arithmetic, and either can come out ahead.
+    RNN at every length above ``middle`` (``"slower"``). Nothing is said about which layer is faster up to ``middle``:
+    there the RNN's many small calls can weigh about as much as attention's chain of calls and its extra arithmetic,
+    and either can come out ahead.
     """
     if not isinstance(times, LayerTimes):
         raise ValueError(f"times must be the LayerTimes that time_layers returns, got {type(times).__name__}")
