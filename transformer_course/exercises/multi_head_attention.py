@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from ..core.attention import MultiHeadAttention
 from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
 
-REMOVE_HEAD = Exercise("5.1", "switch a head off in the weights", "在权重中关掉一个头")
+REMOVE_HEAD = Exercise("5.1", "switch a head off in the weights", "在权重中关闭一个头")
 MULTI_HEAD_ATTENTION = Exercise("5.2", "multi-head attention, d_v != d_k", "d_v != d_k 的多头注意力")
 
 
@@ -137,7 +137,7 @@ def _remove_head_slips() -> list[tuple[Callable[[MultiHeadAttention, slice], Non
                 "you switched off the head's queries. Its scores are then all 0, so it attends UNIFORMLY and still "
                 "writes the average of its values into the output. Remove what the head writes (its block of W_O), "
                 "not what it asks.",
-                "你关掉的是这个头的查询。这样它的分数全是 0，于是它会“均匀地”关注，仍把它的值的平均写进输出。"
+                "你关闭的是这个头的查询。这样它的分数全是 0，于是它会“均匀地”关注，仍把它的值的平均写进输出。"
                 "要去掉的是这个头写出的东西（它在 W_O 中的块），而不是它提出的查询。",
             ),
         ),
@@ -157,7 +157,7 @@ def _remove_head_slips() -> list[tuple[Callable[[MultiHeadAttention, slice], Non
                 "you switched off the head's keys. Its scores are then all 0, so it attends UNIFORMLY and still "
                 "writes the average of its values. Remove what the head writes (its block of W_O), not what it is "
                 "matched against.",
-                "你关掉的是这个头的键。这样它的分数全是 0，于是它会“均匀地”关注，仍写出它的值的平均。"
+                "你关闭的是这个头的键。这样它的分数全是 0，于是它会“均匀地”关注，仍写出它的值的平均。"
                 "要去掉的是这个头写出的东西（它在 W_O 中的块），而不是与它匹配的键。",
             ),
         ),
@@ -222,7 +222,7 @@ def _check_remove_head(fn: Callable[[MultiHeadAttention, int], MultiHeadAttentio
         expected = head_switched_off(mha, head, x)
         expect_tensor(
             out,
-            tr(f"the output of your module with head {head} off", f"关掉头 {head} 后你的模块的输出"),
+            tr(f"the output of your module with head {head} off", f"关闭头 {head} 后你的模块的输出"),
             expected.shape,
             "(batch, n, d_model)",
         )
@@ -233,7 +233,7 @@ def _check_remove_head(fn: Callable[[MultiHeadAttention, int], MultiHeadAttentio
                 raise ExerciseMistake(
                     tr(
                         f"with head {head} switched off, the output is still the original one.",
-                        f"关掉头 {head} 之后，输出仍和原来一样。",
+                        f"关闭头 {head} 之后，输出仍和原来一样。",
                     )
                 )
             for edit, hint in _remove_head_slips():
@@ -245,12 +245,12 @@ def _check_remove_head(fn: Callable[[MultiHeadAttention, int], MultiHeadAttentio
                     tr(
                         f"you switched off another head than head {head}: head i (counted from 0) owns the features "
                         "i*d_k ... (i+1)*d_k - 1, with d_k = mha.d_k.",
-                        f"你关掉的不是头 {head}，而是另一个头：头 i（从 0 开始数）拥有特征 i*d_k ... (i+1)*d_k - 1，"
+                        f"你关闭的不是头 {head}，而是另一个头：头 i（从 0 开始数）拥有特征 i*d_k ... (i+1)*d_k - 1，"
                         "其中 d_k = mha.d_k。",
                     )
                 )
         expect_close(
-            out, expected, tr(f"the output with head {head} switched off", f"关掉头 {head} 后的输出"), atol=1e-6
+            out, expected, tr(f"the output with head {head} switched off", f"关闭头 {head} 后的输出"), atol=1e-6
         )
 
 
