@@ -177,6 +177,8 @@ def test_noam_checker_rejects_typical_mistakes(capsys):
         (lambda s, d, w: d**-0.5 * s**-0.5, "no warm-up"),  # the same numbers as the sign slip
         (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-1.25), "expected"),  # no known slip: the numbers
         (lambda s, d, w: "fast", "number"),
+        (lambda s, d, w: d**-0.5 * min((s + 1) ** -0.5, (s + 1) * w**-1.5), "without adding 1"),
+        (lambda s, d, w: torch.tensor(ex.reference_noam_rate(s, d, w)), "not a tensor"),
     ]:
         assert not ex.check_noam_rate(wrong)
         assert hint in capsys.readouterr().out
@@ -277,6 +279,8 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_smoothed_loss, _kl_div("batchmean", flatten=False), "除以的是第一维的大小"),
         (ex.check_noam_rate, lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "要用 min(...)"),
         (ex.check_noam_rate, lambda s, d, w: min(s**-0.5, s * w**-1.5), "还要乘以 d_model ** -0.5"),
+        (ex.check_noam_rate, lambda s, d, w: d**-0.5 * min((s + 1) ** -0.5, (s + 1) * w**-1.5), "不要再加 1"),
+        (ex.check_noam_rate, lambda s, d, w: torch.tensor(ex.reference_noam_rate(s, d, w)), "而不是张量"),
         (ex.check_annotated_floor, _floor_pytorch, "这是 PyTorch 约定下的下限"),
         (ex.check_annotated_floor, _floor_v_minus_1, "这是把 eps 分给了 V - 1 个类"),
         (ex.check_annotated_floor, _floor_from_a_tensor, "要把下限写成关于 V 和 eps 的公式"),

@@ -209,6 +209,13 @@ def _check_noam_rate(fn: Callable[[int, int, int], float]) -> None:
     values = []
     for step, d_model, warmup in cases:
         result = fn(step, d_model, warmup)
+        if isinstance(result, torch.Tensor):
+            raise ExerciseMistake(
+                tr(
+                    "return a Python float, not a tensor: compute with Python numbers (**, min) or end with .item()",
+                    "应返回 Python 浮点数，而不是张量：用 Python 的数来算（**、min），或者最后调用 .item()",
+                )
+            )
         try:
             values.append(float(result))
         except (TypeError, ValueError):
@@ -242,6 +249,14 @@ def _check_noam_rate(fn: Callable[[int, int, int], float]) -> None:
         (
             lambda s, d, w: min(s**-0.5, s * w**-1.5),
             tr("multiply by d_model ** -0.5", "还要乘以 d_model ** -0.5"),
+        ),
+        (
+            lambda s, d, w: d**-0.5 * min((s + 1) ** -0.5, (s + 1) * w**-1.5),
+            tr(
+                "step is already counted from 1 (the first update is step 1, the way the package's loop calls it): "
+                "use it as it is, without adding 1",
+                "step 已经从 1 开始计数（第一次更新就是第 1 步，课程包的训练循环也这样传入）：直接使用，不要再加 1",
+            ),
         ),
         (
             lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5),
