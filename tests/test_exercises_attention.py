@@ -24,13 +24,17 @@ def test_reference_attention_equals_the_package_and_torch():
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
 
 
-def test_attention_checker_accepts_the_reference_and_the_package(capsys):
+def test_attention_checker_accepts_the_reference_and_written_out_softmaxes(capsys):
     assert ex.check_attention(ex.reference_attention)
-    assert ex.check_attention(scaled_dot_product_attention)
     assert ex.check_attention(_with_mT)
     assert ex.check_attention(_written_out)
     out = capsys.readouterr().out
-    assert out.count("Exercise 4.1 (attention from scratch): correct!") == 4
+    assert out.count("Exercise 4.1 (attention from scratch): correct!") == 3
+
+
+def test_attention_checker_refuses_the_packages_ready_made_attention(capsys):
+    assert not ex.check_attention(scaled_dot_product_attention)  # right numbers, from torch.softmax
+    assert "The numbers are right, but your code calls PyTorch's softmax" in capsys.readouterr().out
 
 
 def test_reference_attention_is_finite_for_scores_in_the_hundreds():
@@ -51,7 +55,9 @@ def test_attention_checker_says_not_attempted(capsys):
 
 
 def _with_mT(q, k, v):
-    w = torch.softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1)
+    s = q @ k.mT / math.sqrt(q.shape[-1])
+    e = torch.exp(s - s.amax(dim=-1, keepdim=True))
+    w = e / e.sum(dim=-1, keepdim=True)
     return w @ v, w
 
 
@@ -331,7 +337,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_attention, _k_T, "你的代码对二维矩阵 (len, d) 是对的"),
         (ex.check_attention, _transpose_from_the_front, "要从末尾数维度"),
         (ex.check_attention, _naive_exp, "先减去每一行自己的最大分数"),
-        (ex.check_attention, _max_without_keepdim, "有两个形状无法广播"),
+        (ex.check_attention, _max_without_keepdim, "无法广播。每一行的最大值和总和会丢掉被归约的维度"),
         (ex.check_attention_entropy, lambda w: -(w * torch.log(w)).sum(-1), "记为 0"),
         (ex.check_attention_entropy, lambda w: -(w * torch.log2(w).nan_to_num(0.0, neginf=0.0)).sum(-1), "自然对数"),
         (ex.check_query_edit, lambda w_q: w_q, "没有超过一半"),
@@ -341,3 +347,27 @@ def test_checkers_speak_chinese(number, capsys):
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
     assert_mistake_named_in_chinese(check, wrong, hint, capsys)
+
+
+@pytest.mark.parametrize(
+    "ready_made",
+    [
+        lambda scores: torch.softmax(scores, dim=-1),
+        lambda scores: torch.nn.functional.softmax(scores, dim=-1),
+        lambda scores: scores.softmax(dim=-1),
+        lambda scores: torch.special.softmax(scores, dim=-1),
+    ],
+)
+def test_attention_checker_refuses_pytorchs_softmax(ready_made, capsys):
+    def with_ready_made_softmax(q, k, v):
+        weights = ready_made(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))
+        return weights @ v, weights
+
+    assert not ex.check_attention(with_ready_made_softmax)
+    assert "The numbers are right, but your code calls PyTorch's softmax" in capsys.readouterr().out
+    set_language("zh")
+    try:
+        assert not ex.check_attention(with_ready_made_softmax)
+        assert "数值是对的，但你的代码调用了 PyTorch 的 softmax" in capsys.readouterr().out
+    finally:
+        set_language("en")

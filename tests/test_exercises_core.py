@@ -68,8 +68,8 @@ def test_pytorch_shape_errors_are_said_in_chinese():
     broadcast = _error_of(lambda: torch.ones(4, 8) * torch.ones(4))
     matmul = _error_of(lambda: torch.ones(4, 8) @ torch.ones(4, 8))
     view = _error_of(lambda: torch.ones(4, 8).view(3, 5))
-    assert explain_shape_error(broadcast) == "两个张量在第 1 维上的大小不一致（8 与 4），无法广播"
-    assert explain_shape_error(matmul) == "矩阵乘法的形状对不上（4x8 与 4x8）：前者的列数应等于后者的行数"
+    assert explain_shape_error(broadcast) == "两个张量在第 1 维上的大小不一致，分别为 8 和 4，无法广播"
+    assert explain_shape_error(matmul) == "矩阵乘法的形状 4x8 与 4x8 对不上：前者的列数应等于后者的行数"
     assert explain_shape_error(view) == "32 个元素排不成形状 [3, 5]"
     other = RuntimeError("something else")
     assert explain_shape_error(other) == "something else"
@@ -89,7 +89,7 @@ def test_a_crash_is_explained_in_chinese(capsys):
         set_language("zh")
         assert not report(demo, lambda: torch.ones(4, 8) @ torch.ones(4, 8))
         assert capsys.readouterr().out == (
-            "练习 0.8（演示）：你的代码出错了：矩阵乘法的形状对不上（4x8 与 4x8）：前者的列数应等于后者的行数。\n"
+            "练习 0.8（演示）：你的代码出错了：矩阵乘法的形状 4x8 与 4x8 对不上：前者的列数应等于后者的行数。\n"
         )
         assert not report(demo, lambda: int("x"))
         assert capsys.readouterr().out.startswith("练习 0.8（演示）：你的代码抛出了 ValueError: ")

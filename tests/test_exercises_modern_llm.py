@@ -283,7 +283,11 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_rope, _backwards, "你的旋转方向反了"),
         (ex.check_rope, _from_one, "位置从 0 开始"),
         (ex.check_rope, _concatenated, "用 torch.cat 写回时"),
-        (ex.check_gqa, _kv_heads_not_repeated, "两个张量在第 1 维上的大小不一致（8 与 2），无法广播。查询有 8 个头"),
+        (
+            ex.check_gqa,
+            _kv_heads_not_repeated,
+            "两个张量在第 1 维上的大小不一致，分别为 8 和 2，无法广播。查询有 8 个头",
+        ),
         (ex.check_gqa, _cycled, "要用 repeat_interleave"),
         (ex.check_gqa, _top_left, "就好像查询位于序列的开头"),
         (ex.check_gqa, _no_mask, "注意力必须是因果的"),

@@ -126,9 +126,9 @@ def explain_shape_error(error: BaseException) -> str:
     error's own text."""
     text = str(error)
     if match := _SIZE_MISMATCH.search(text):
-        return f"两个张量在第 {match[3]} 维上的大小不一致（{match[1]} 与 {match[2]}），无法广播"
+        return f"两个张量在第 {match[3]} 维上的大小不一致，分别为 {match[1]} 和 {match[2]}，无法广播"
     if match := _MATMUL_MISMATCH.search(text):
-        return f"矩阵乘法的形状对不上（{match[1]} 与 {match[2]}）：前者的列数应等于后者的行数"
+        return f"矩阵乘法的形状 {match[1]} 与 {match[2]} 对不上：前者的列数应等于后者的行数"
     if match := _BAD_VIEW.search(text):
         return f"{match[2]} 个元素排不成形状 {match[1]}"
     return text

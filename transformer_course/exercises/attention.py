@@ -18,9 +18,19 @@ from collections.abc import Callable
 
 import torch
 from torch import Tensor
+from torch.overrides import TorchFunctionMode
 
 from ..language import display_name
-from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+from ._core import (
+    Exercise,
+    ExerciseMistake,
+    expect,
+    expect_close,
+    expect_tensor,
+    explain_shape_error,
+    report,
+    tr,
+)
 
 ATTENTION_FROM_SCRATCH = Exercise("4.1", "attention from scratch", "从零实现注意力")
 ATTENTION_ENTROPY = Exercise("4.2", "attention entropy", "注意力熵")
@@ -71,12 +81,42 @@ def _transpose_hint() -> str:
     )
 
 
-def _call(fn: Callable[[Tensor, Tensor, Tensor], object], q: Tensor, k: Tensor, v: Tensor) -> object:
+# What the exercise rules out: PyTorch's softmax in its spellings, and the attention functions that contain one.
+_READY_MADE = {
+    "softmax": "softmax",
+    "special_softmax": "softmax",
+    "log_softmax": "log_softmax",
+    "scaled_dot_product_attention": "scaled_dot_product_attention",
+    "multi_head_attention_forward": "nn.MultiheadAttention",
+}
+
+
+class _ReadyMadeSpy(TorchFunctionMode):
+    """Records which of :data:`_READY_MADE` the code run under it calls (torch.softmax, F.softmax, x.softmax, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: set[str] = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        name = _READY_MADE.get(getattr(func, "__name__", ""))
+        if name is not None:
+            self.used.add(name)
+        return func(*args, **(kwargs or {}))
+
+
+def _call(
+    fn: Callable[[Tensor, Tensor, Tensor], object], q: Tensor, k: Tensor, v: Tensor, used: set[str] | None = None
+) -> object:
     """Call the reader's function on copies of the inputs, without PyTorch's deprecation warning for `x.T` on a
-    tensor that is not 2-D: the checker explains that slip itself."""
-    with warnings.catch_warnings():
+    tensor that is not 2-D (the checker explains that slip itself). Adds to ``used`` the ready-made softmax or
+    attention functions it called."""
+    with warnings.catch_warnings(), _ReadyMadeSpy() as spy:
         warnings.filterwarnings("ignore", message=r".*use of `x\.T` on tensors.*")
-        return fn(q.clone(), k.clone(), v.clone())
+        result = fn(q.clone(), k.clone(), v.clone())
+    if used is not None:
+        used |= spy.used
+    return result
 
 
 def _works_on_matrices(fn: Callable[[Tensor, Tensor, Tensor], object]) -> bool:
@@ -99,10 +139,13 @@ def _works_on_matrices(fn: Callable[[Tensor, Tensor, Tensor], object]) -> bool:
 
 
 def _check_attention_case(
-    fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]], leading: tuple[int, ...], scale: float = 1.0
+    fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]],
+    leading: tuple[int, ...],
+    scale: float = 1.0,
+    used: set[str] | None = None,
 ) -> None:
     q, k, v = _attention_inputs(leading, scale)
-    result = _call(fn, q, k, v)
+    result = _call(fn, q, k, v, used)
     got = type(result).__name__
     expect(
         isinstance(result, tuple) and len(result) == 2,
@@ -178,9 +221,10 @@ def _check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor
         ((4,), 1.0, tr("inputs of shape (batch, len, d)", "形状为 (batch, len, d) 的输入")),
         ((2, 3), 10.0, tr("inputs whose scores are in the hundreds", "分数达到数百的输入")),
     ]
+    used: set[str] = set()  # ready-made functions the answer called: refused once its numbers are right
     for number, (leading, scale, what) in enumerate(cases):
         try:
-            _check_attention_case(fn, leading, scale)
+            _check_attention_case(fn, leading, scale, used)
         except (RuntimeError, IndexError) as error:  # a shape error inside the reader's code
             name = type(error).__name__
             if _works_on_matrices(fn):
@@ -197,7 +241,7 @@ def _check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor
                         f"two shapes do not broadcast on {what} ({error}). A row's max and sum lose the reduced "
                         "dimension unless you keep it: `scores.amax(dim=-1, keepdim=True)` and "
                         "`exps.sum(dim=-1, keepdim=True)` have shape (..., len_q, 1), which broadcasts over the keys.",
-                        f"在{what}上，有两个形状无法广播（{error}）。每一行的最大值和总和会丢掉被归约的维度，"
+                        f"在{what}上，{explain_shape_error(error)}。每一行的最大值和总和会丢掉被归约的维度，"
                         "除非你保留它：`scores.amax(dim=-1, keepdim=True)` 和 `exps.sum(dim=-1, keepdim=True)` "
                         "的形状是 (..., len_q, 1)，能在键上广播。",
                     )
@@ -213,6 +257,15 @@ def _check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor
                     )
                 ) from error
             raise
+    if used:
+        raise ExerciseMistake(
+            tr(
+                f"the numbers are right, but your code calls PyTorch's {', '.join(sorted(used))}: the exercise asks "
+                "for your own softmax, written with torch.exp and plain tensor arithmetic",
+                f"数值是对的，但你的代码调用了 PyTorch 的 {'、'.join(sorted(used))}：本练习要你自己写 softmax，"
+                "只用 torch.exp 和基本的张量运算",
+            )
+        )
 
 
 def check_attention(fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._core import Exercise, ExerciseMistake, expect, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, expect, expect_tensor, explain_shape_error, report, tr
 
 TOP_K = Exercise("10.1", "top-k filtering", "top-k 过滤")
 TOP_P = Exercise("10.2", "top-p / nucleus filtering", "top-p / 核过滤")
@@ -81,7 +81,8 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
                         f"{name}={s}: compare each row with its own threshold, a (rows, 1) tensor that broadcasts over "
                         f"the row: keep the last dimension, values[..., -1:] rather than values[..., -1]. ({error})",
                         f"{name}={s}：每一行要和它自己的阈值比较，阈值是一个形状为 (rows, 1)、能在这一行上广播的张量，"
-                        f"所以要保留最后一维，用 values[..., -1:] 而不是 values[..., -1]。（{error}）",
+                        "所以要保留最后一维，用 values[..., -1:] 而不是 values[..., -1]。"
+                        f"出错的地方：{explain_shape_error(error)}。",
                     )
                 ) from error
             raise
@@ -267,7 +268,9 @@ def _check_cached_attention(fn: Callable[[Tensor, Tensor, Tensor, Cache], tuple[
             dim = _cat_dimension(error)
             if dim is not None and dim not in (2, -2):
                 hint = _wrong_dimension_hint(dim)
-                raise ExerciseMistake(tr(f"step {t}: {hint}. ({error})", f"第 {t} 步：{hint}。（{error}）")) from error
+                raise ExerciseMistake(
+                    tr(f"step {t}: {hint}. ({error})", f"第 {t} 步：{hint}。出错的地方：{explain_shape_error(error)}。")
+                ) from error
             raise
         type_name = type(result).__name__
         expect(

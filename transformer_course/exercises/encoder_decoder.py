@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..core.model import Transformer, TransformerConfig
 from ..utils import count_parameters
-from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, explain_shape_error, report, tr
 
 SHIFT_RIGHT = Exercise("8.1", "shift the target right", "把目标序列右移")
 CROSS_ATTENTION = Exercise("8.2", "cross-attention, one head", "单头交叉注意力")
@@ -152,7 +152,7 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                         f"your code raised RuntimeError ({str(error).splitlines()[0]}); src_mask is (batch, len_s) "
                         "and the scores are (batch, len_t, len_s): give the mask a query axis, src_mask[:, None, :], "
                         "so it broadcasts over the len_t rows",
-                        f"你的代码抛出了 RuntimeError（{str(error).splitlines()[0]}）；src_mask 的形状是 "
+                        f"你的代码出错了：{explain_shape_error(error).splitlines()[0]}。src_mask 的形状是 "
                         "(batch, len_s)，而分数是 (batch, len_t, len_s)：要给掩码加上查询轴 src_mask[:, None, :]，"
                         "让它在 len_t 行上广播",
                     )
@@ -162,7 +162,7 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                     f"your code raised RuntimeError ({str(error).splitlines()[0]}); check which input feeds which "
                     "projection: the queries come from y (the decoder), the keys and values from memory (the encoder "
                     "output), so the scores are (batch, len_t, len_s) and src_mask masks their last axis",
-                    f"你的代码抛出了 RuntimeError（{str(error).splitlines()[0]}）；检查一下哪个输入进了哪个投影："
+                    f"你的代码出错了：{explain_shape_error(error).splitlines()[0]}。检查一下哪个输入进了哪个投影："
                     "查询来自 y（解码器），键和值来自 memory（编码器的输出），所以分数是 (batch, len_t, len_s)，"
                     "src_mask 屏蔽的是它的最后一轴",
                 )

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from ._core import Exercise, ExerciseMistake, expect, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, expect, expect_tensor, explain_shape_error, report, tr
 
 LORA_GRADIENTS = Exercise("17.1", "LoRA's gradients", "LoRA 的梯度")
 MATCHING_RANK = Exercise(
@@ -96,8 +96,9 @@ def _check_lora_gradients(fn: Callable[[Tensor, Tensor, Tensor, Tensor, float], 
                 tr(
                     f"{what} a product failed ({error}): write each factor's shape beside it, x (n, in), g (n, out), "
                     "A (r, in), B (out, r), and check that the inner sizes of every product agree",
-                    f"{what}矩阵乘法出错（{error}）：在每个因子旁写下它的形状，x (n, in)、g (n, out)、A (r, in)、"
-                    "B (out, r)，检查每个乘积相邻的两个维度是否一致",
+                    f"{what}矩阵乘法出错了：{explain_shape_error(error)}。"
+                    "在每个因子旁写下它的形状，x (n, in)、g (n, out)、A (r, in)、B (out, r)，"
+                    "检查每个乘积相邻的两个维度是否一致",
                 )
             ) from None
         got = type(answer).__name__

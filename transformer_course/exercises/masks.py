@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from ..core.masks import causal_mask
-from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, explain_shape_error, report, tr
 
 CAUSAL_ADDITIVE_MASK = Exercise("6.1", "a causal mask for the last queries", "最后几个查询的因果掩码")
 PADDING_MASK_FROM_LENGTHS = Exercise("6.2", "padding mask from lengths", "由长度生成填充掩码")
@@ -202,7 +202,8 @@ def _check_padding(fn: Callable[[Tensor, int], Tensor]) -> None:
                         f"the lengths {lengths.tolist()} and the positions 0 .. {max_len - 1} did not broadcast "
                         f"({error}). Give them different axes: compare torch.arange(max_len)[None, :], shape "
                         "(1, max_len), with lengths[:, None], shape (batch, 1), to get a (batch, max_len) table.",
-                        f"长度 {lengths.tolist()} 和位置 0 .. {max_len - 1} 无法广播（{error}）。要让它们位于不同的轴："
+                        f"长度 {lengths.tolist()} 和位置 0 .. {max_len - 1} 放在了同一个轴上："
+                        f"{explain_shape_error(error)}。要让它们位于不同的轴："
                         "把形状为 (1, max_len) 的 torch.arange(max_len)[None, :] 与形状为 (batch, 1) 的 "
                         "lengths[:, None] 比较，得到一张 (batch, max_len) 的表。",
                     )

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..core.attention import MultiHeadAttention
-from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, explain_shape_error, report, tr
 
 REMOVE_HEAD = Exercise("5.1", "switch a head off in the weights", "在权重中关闭一个头")
 MULTI_HEAD_ATTENTION = Exercise("5.2", "multi-head attention, d_v != d_k", "d_v != d_k 的多头注意力")
@@ -311,7 +311,8 @@ def _hint_for_shape_error(error: RuntimeError) -> None:
                 f"a reshape failed ({message}): here a head is not d_model / num_heads wide. Read the widths from the "
                 "weights, d_k = w_q.shape[1] // num_heads and d_v = w_v.shape[1] // num_heads (or let `view` work "
                 "one out with -1).",
-                f"reshape 失败了（{message}）：这里一个头的宽度并不是 d_model / num_heads。要从权重读出宽度："
+                f"reshape 失败了：{explain_shape_error(error)}。"
+                "这里一个头的宽度并不是 d_model / num_heads。要从权重读出宽度："
                 "d_k = w_q.shape[1] // num_heads，d_v = w_v.shape[1] // num_heads（或者用 -1 让 `view` "
                 "自己算出一个）。",
             )
@@ -322,7 +323,7 @@ def _hint_for_shape_error(error: RuntimeError) -> None:
                 f"a matrix product failed on its shapes ({message}). The matrices are in the maths convention, "
                 "Q = x_q @ w_q with w_q of shape (d_model, num_heads * d_k), and w_o, of shape (num_heads * d_v, "
                 "d_model), multiplies the merged heads: use them as given, not transposed.",
-                f"矩阵乘法因形状不匹配而失败（{message}）。这些矩阵采用数学上的写法：Q = x_q @ w_q，"
+                f"矩阵乘法失败了：{explain_shape_error(error)}。这些矩阵采用数学上的写法：Q = x_q @ w_q，"
                 "w_q 的形状为 (d_model, num_heads * d_k)；形状为 (num_heads * d_v, d_model) 的 w_o "
                 "乘的是合并后的各头。要按给定的样子使用它们，不要转置。",
             )

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from ..prelude.rnn import RNNCell, autograd_state_jacobians, unroll
-from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, explain_shape_error, report, tr
 
 BPTT_PRODUCT = Exercise("1.1", "the product of Jacobians", "雅可比矩阵之积")
 INPUT_GRADIENT = Exercise("1.2", "the gradient for U", "U 的梯度")
@@ -116,7 +116,7 @@ def _check_bptt_product(fn: Callable[[Tensor], Tensor]) -> None:
             tr(
                 f"Right for T = 6, but a single step (T = 1) raised RuntimeError ({error}). With one step the product "
                 "is J_1 itself: return it, or start from the identity matrix and multiply each J_t on from the left",
-                f"T = 6 时是对的，但只有一步（T = 1）时抛出了 RuntimeError（{error}）。只有一步时，乘积就是 J_1 "
+                f"T = 6 时是对的，但只有一步（T = 1）时出错了：{explain_shape_error(error)}。只有一步时，乘积就是 J_1 "
                 "本身：直接返回它，或者从单位矩阵开始，把每个 J_t 从左边乘上去",
             )
         ) from None
@@ -166,7 +166,8 @@ def _check_input_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> Non
                 tr(
                     f"A product failed ({error}). x is (T, input), states and deltas are (T, hidden); the result "
                     "has U's shape (hidden, input).",
-                    f"有一次乘法失败了（{error}）。x 是 (T, input)，states 和 deltas 是 (T, hidden)；"
+                    f"有一次乘法失败了：{explain_shape_error(error)}。"
+                    "x 是 (T, input)，states 和 deltas 是 (T, hidden)；"
                     "结果的形状与 U 相同，为 (hidden, input)。",
                 )
             ) from None
