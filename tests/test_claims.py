@@ -69,7 +69,7 @@ def test_in_the_chinese_edition_the_claims_speak_chinese(capsys):
     assert capsys.readouterr().out == "本次运行中观察到：缓存更快\n"
     assert observe(False, "缓存更快", measured=0.5) is False
     out = capsys.readouterr().out
-    assert out.startswith("本次运行中未观察到：缓存更快（测得：0.5）。耗时取决于机器") and out.endswith(
+    assert out.startswith("本次运行中未观察到：缓存更快（测得：0.5）。这取决于机器") and out.endswith(
         "只报告，不检查。\n"
     )
     set_language("en")

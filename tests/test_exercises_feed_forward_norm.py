@@ -115,6 +115,7 @@ def test_residual_branch_init_checker_rejects_typical_mistakes(capsys):
         "keeps the variance": lambda b, d: _he(b, d),  # plain He init, not scaled for the depth
         "(not by 1/depth, and not both layers)": lambda b, d: _he(b, d, scale=lambda depth: 1 / depth),
         "2/fan_in": lambda b, d: _he(b, d, first_gain="linear", scale=lambda depth: depth**-0.5),
+        "GPT-2's scaling": lambda b, d: _he(b, d, scale=lambda depth: (2 * depth) ** -0.5),
         "did not change": lambda b, d: None,  # PyTorch's default init left in place
         "biases to zero": lambda b, d: _keep_default_biases(b, d),
         "should be 1/depth": lambda b, d: _he(b, d, scale=lambda depth: depth**-0.25),
@@ -227,6 +228,12 @@ def test_checkers_speak_chinese(number, capsys):
         ),
         (ex.check_residual_branch_init, lambda b, d: _he(b, d), "这是 He 初始化"),
         (ex.check_residual_branch_init, _scale_both_layers, "你把方差除了两次 depth"),
+        (ex.check_residual_branch_init, lambda b, d: _he(b, d, scale=lambda k: (2 * k) ** -0.5), "GPT-2 的缩放"),
+        (
+            ex.check_residual_branch_init,
+            lambda b, d: _he(b, d, first_gain="linear", scale=lambda k: k**-0.5),
+            "它前面那一层需要 He 的方差",
+        ),
         (ex.check_residual_branch_init, _default_init_scaled, "PyTorch 的默认初始化"),
         (ex.check_residual_branch_init, _outside_no_grad, "不允许原地修改权重"),
         (ex.check_deepnorm_sublayer, lambda x, f, norm, drop, a: norm(a * x + f(x)), "缺少 dropout"),

@@ -72,9 +72,10 @@ def check(condition: Any, claim: str, measured: Any = None) -> None:
 def observe(condition: Any, claim: str, measured: Any = None) -> bool:
     """Report whether what the prose expects showed on this run; never raise for it. Returns the truth value.
 
-    For what depends on the machine's speed or its load (wall-clock comparisons, speed-ups, seconds). Prints
-    ``seen on this run: <claim>``, or ``not seen on this run: <claim> (measured: ...)`` followed by a reminder that
-    the clock depends on the machine. Call it in a cell whose output nbval ignores: the line differs between runs.
+    For what depends on the machine's speed or its load (wall-clock comparisons, speed-ups, seconds), or on float
+    details a margin cannot cover (which of two close trained runs comes out ahead). Prints ``seen on this run:
+    <claim>``, or ``not seen on this run: <claim> (measured: ...)`` followed by a reminder that this depends on the
+    machine. Call it in a cell whose output nbval ignores: the line differs between runs.
     Bad arguments still raise ``ValueError``, as in :func:`check`.
     """
     seen = _truth(condition, claim)
@@ -86,8 +87,8 @@ def observe(condition: Any, claim: str, measured: Any = None) -> bool:
             + claim
             + _measured(measured)
             + tr(
-                ". Times depend on the machine and on what else it is doing, so this is reported, not checked.",
-                "。耗时取决于机器和它同时在做的事，所以这里只报告，不检查。",
+                ". This depends on the machine (its speed, its load, its arithmetic), so it is reported, not checked.",
+                "。这取决于机器（速度、负载和浮点运算的细节），所以这里只报告，不检查。",
             )
         )
     return seen

@@ -197,6 +197,17 @@ def _branch_variance_ratio(init_: Callable[[FeedForward, int], object], depth: i
     return sum(ratios) / len(ratios)
 
 
+def _first_layer_has_he_variance(init_: Callable[[FeedForward, int], object], depth: int) -> bool:
+    """True if ``init_`` gives the first layer of a (32 -> 128 -> 32) block He's variance 2/fan_in (within 20%):
+    then a ratio of 1/(2 depth) comes from the scaling of the second layer, not from a missing factor 2."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(depth)
+        block = FeedForward(32, 128)
+        init_(block, depth)
+    weight = block.linear1.weight.detach()
+    return 0.8 <= weight.var().item() * weight.shape[1] / 2 <= 1.2
+
+
 def check_residual_branch_init(init_residual_branch_: Callable[[FeedForward, int], object]) -> bool:
     """Check that ``init_residual_branch_(block, depth)`` gives a FeedForward block a variance ratio of 1/depth."""
 
@@ -266,6 +277,16 @@ def check_residual_branch_init(init_residual_branch_: Callable[[FeedForward, int
                         f"深度为 {depth} 时，比值约为 1/(18 depth)（{ratio:.2g}）：缩放是对的，但它是从 PyTorch "
                         "的默认初始化开始的，而默认初始化本身就把方差除以了约 18；要从能保持方差的 He 初始化开始"
                         "（像 he_init_ 那样）。",
+                    )
+                )
+            if 0.75 <= 2 * ratio * depth <= 1.33 and _first_layer_has_he_variance(init_residual_branch_, depth):
+                raise ExerciseMistake(
+                    tr(
+                        f"at depth {depth} the ratio is about 1/(2 depth) ({ratio:.2g}): that is GPT-2's scaling, "
+                        "1/sqrt(2 N) for N layers of two residual branches each; here depth counts the branches "
+                        "already, so scale the second layer by 1/sqrt(depth)",
+                        f"深度为 {depth} 时，比值约为 1/(2 depth)（{ratio:.2g}）：这是 GPT-2 的缩放 1/sqrt(2N)，"
+                        "那里 N 层各有两个残差分支；这里的 depth 数的已经是分支，所以第二层只需乘以 1/sqrt(depth)。",
                     )
                 )
             if 0.75 <= 2 * ratio * depth <= 1.33:
