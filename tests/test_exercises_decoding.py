@@ -74,11 +74,18 @@ def _no_keepdim(logits, k):
     return logits.masked_fill(logits < logits.topk(k, dim=-1).values[..., -1], float("-inf"))
 
 
+def _top_k_sorted(logits, k):
+    """The k largest kept, but the row returned sorted (the order sort left it in)."""
+    values = logits.sort(dim=-1, descending=True).values
+    return values.masked_fill(torch.arange(values.shape[-1]) >= k, float("-inf"))
+
+
 def test_top_k_checker_rejects_typical_mistakes(capsys):
     for wrong, hint in [
         (_no_keepdim, "values[..., -1:] rather than values[..., -1]"),
         (_k_minus_one, "keep the k largest"),
         (_smallest, "least likely"),
+        (_top_k_sorted, "returned in sorted order"),
         (_zeroed, "set them to float('-inf'), not 0"),
         (_very_negative, "large negative number"),
         (_softmaxed, "unchanged"),
@@ -245,6 +252,7 @@ def test_checkers_speak_chinese(number, capsys):
     [
         (ex.check_top_k, _no_keepdim, "要保留最后一维"),
         (ex.check_top_k, _smallest, "你保留的是最不可能的词元"),
+        (ex.check_top_k, _top_k_sorted, "返回的是排序后的顺序"),
         (ex.check_top_k, _zeroed, "logit 为 0 并不等于概率为 0"),
         (ex.check_top_k, _very_negative, "很大的负数"),
         (ex.check_top_k, _softmaxed, "必须保持不变"),

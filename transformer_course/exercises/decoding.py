@@ -136,20 +136,20 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
                         f"k={s}：你每行保留了 {s - 1} 个词元；要保留最大的 k 个（出现平局时除外）。",
                     )
                 )
-            if name == "p" and counts == wanted:
-                sorted_logits = logits.sort(dim=-1, descending=True).values
-                in_sorted_order = reference(sorted_logits, s)
-                if torch.equal(_kept(result), _kept(in_sorted_order)) and torch.equal(
-                    result[_kept(result)], in_sorted_order[_kept(in_sorted_order)]
-                ):
-                    raise ExerciseMistake(
-                        tr(
-                            f"p={s}: the right tokens, but returned in sorted order; put every logit back at its "
-                            "token's place in the vocabulary (scatter with the indices that sort returned)",
-                            f"p={s}：词元选对了，但返回的是排序后的顺序；要把每个 logit 放回它的词元在词表中的位置"
-                            "（用 sort 返回的索引做 scatter）。",
-                        )
+            sorted_logits = logits.sort(dim=-1, descending=True).values
+            in_sorted_order = reference(sorted_logits, s)
+            if torch.equal(got, _kept(in_sorted_order)) and torch.equal(
+                result[got], in_sorted_order[_kept(in_sorted_order)]
+            ):
+                raise ExerciseMistake(
+                    tr(
+                        f"{name}={s}: the right values, but returned in sorted order; put every logit back at its "
+                        "token's place in the vocabulary (scatter with the indices that sort returned)",
+                        f"{name}={s}：保留的值对了，但返回的是排序后的顺序；要把每个 logit 放回它的词元在词表中的位置"
+                        "（用 sort 返回的索引做 scatter）。",
                     )
+                )
+            if name == "p" and counts == wanted:
                 raise ExerciseMistake(
                     tr(
                         f"p={s}: the right number of tokens per row, but not the right ones: the mask you computed on "
