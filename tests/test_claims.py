@@ -75,3 +75,8 @@ def test_in_the_chinese_edition_the_claims_speak_chinese(capsys):
     set_language("en")
     check(True, "back in English")
     assert capsys.readouterr().out == "holds: back in English\n"
+
+
+def test_measured_values_are_rounded_to_four_significant_digits():
+    with pytest.raises(ClaimFailed, match=r"\(measured: \{128: 1\.45, 256: \(0\.3333, 2\)\}\)$"):
+        check(False, "attention is slower", measured={128: 1.4499999999999999, 256: (1 / 3, 2)})

@@ -162,7 +162,7 @@ def _wrong_transpose(q, k, v):
         (_wrong_dim, "columns of your weights sum to 1"),
         (_no_softmax, "should sum to 1"),
         (_only_output, "Return a tuple"),
-        (_swapped_return, "shape"),
+        (_swapped_return, "return (output, weights)"),
         (_output_scaled_too, "Output (weights @ v)"),
         (_wrong_transpose, "shape"),
         (_k_T, "k.transpose(-2, -1)"),
@@ -369,5 +369,20 @@ def test_attention_checker_refuses_pytorchs_softmax(ready_made, capsys):
     try:
         assert not ex.check_attention(with_ready_made_softmax)
         assert "数值是对的，但你的代码调用了 PyTorch 的 softmax" in capsys.readouterr().out
+    finally:
+        set_language("en")
+
+
+def test_attention_checker_names_the_swapped_return_order(capsys):
+    def swapped(q, k, v):
+        out, weights = ex.reference_attention(q, k, v)
+        return weights, out
+
+    assert not ex.check_attention(swapped)
+    assert "You returned (weights, output); return (output, weights)" in capsys.readouterr().out
+    set_language("zh")
+    try:
+        assert not ex.check_attention(swapped)
+        assert "返回顺序反了" in capsys.readouterr().out
     finally:
         set_language("en")

@@ -212,6 +212,8 @@ def test_feedback_names_the_mistake_and_the_exercise(capsys):
     assert "leave the query word out" in capsys.readouterr().out
     ex.check_nearest_words(_ascending)
     assert "most similar first" in capsys.readouterr().out
+    ex.check_nearest_words(_least_similar)
+    assert "least similar words to 'cat': sort by similarity from highest to lowest" in capsys.readouterr().out
 
 
 # ---- the feedback in Chinese ----------------------------------------------------------------------------------------
@@ -244,6 +246,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_nearest_words, _by_dot, "要按余弦相似度排序"),
         (ex.check_nearest_words, _with_self, "要把查询词本身排除在外"),
         (ex.check_nearest_words, _ascending, "最相似的要排在最前面"),
+        (ex.check_nearest_words, _least_similar, "最不相似的 3 个词"),
         (ex.check_nearest_words, _indices, "要返回词本身"),
     ],
 )

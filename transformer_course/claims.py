@@ -47,11 +47,24 @@ def _truth(condition: Any, claim: Any) -> bool:
         raise ValueError(f"condition must have one truth value (a bool or a one-element tensor): {error}") from None
 
 
+def _rounded(value: Any) -> Any:
+    """``value`` with every float in it (inside tuples, lists and dicts too) rounded to 4 significant digits, so that
+    a measured ratio reads 1.45, not 1.4499999999999999."""
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    if isinstance(value, tuple | list):
+        return type(value)(_rounded(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
+
+
 def _measured(measured: Any) -> str:
     """`` (measured: ...)`` after a claim, in the reader's language; empty when nothing was measured."""
     if measured is None:
         return ""
-    return tr(f" (measured: {measured!r})", f"（测得：{measured!r}）")
+    shown = _rounded(measured)
+    return tr(f" (measured: {shown!r})", f"（测得：{shown!r}）")
 
 
 def check(condition: Any, claim: str, measured: Any = None) -> None:

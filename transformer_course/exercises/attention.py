@@ -153,6 +153,18 @@ def _check_attention_case(
     )
     out, weights = result
     expected_out, expected_weights = reference_attention(q, k, v)
+    if (
+        isinstance(out, Tensor)
+        and isinstance(weights, Tensor)
+        and out.shape == expected_weights.shape != expected_out.shape
+        and weights.shape == expected_out.shape
+    ):
+        raise ExerciseMistake(
+            tr(
+                "you returned (weights, output); return (output, weights)",
+                "返回顺序反了：应先返回输出，再返回权重，即 (output, weights)",
+            )
+        )
     got = type(weights).__name__
     expect(
         isinstance(weights, Tensor),

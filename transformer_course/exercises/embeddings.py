@@ -283,6 +283,18 @@ def _check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[st
                     "要按余弦相似度排序，而不是按点积：比点积时，长向量总占便宜。",
                 )
             )
+        cosines = torch.nn.functional.cosine_similarity(vectors, vectors[i : i + 1], dim=-1)
+        cosines[i] = float("inf")  # never among the least similar
+        least = [words[j] for j in cosines.topk(k, largest=False).indices.tolist()]
+        if sorted(got) == sorted(least):
+            raise ExerciseMistake(
+                tr(
+                    f"these are the {k} least similar words to {query!r}: sort by similarity from highest to lowest "
+                    "(topk, or sort(descending=True)).",
+                    f"这是与 {query!r} 最不相似的 {k} 个词：要按相似度从高到低排序"
+                    "（用 topk，或 sort(descending=True)）。",
+                )
+            )
         if sorted(got) == sorted(want):
             raise ExerciseMistake(
                 tr(

@@ -353,9 +353,9 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
         raise ExerciseMistake(
             tr(
                 f"the output has num_heads * d_v = {heads * d_v} features, the merged heads: apply w_o after merging "
-                f"them, it maps them back to d_model = {d_model}.",
+                f"them, mapping the heads back to d_model = {d_model}.",
                 f"输出有 num_heads * d_v = {heads * d_v} 个特征，也就是合并后的各头：合并之后还要乘上 w_o，"
-                f"它把它们映射回 d_model = {d_model}。",
+                f"把各头映射回 d_model = {d_model}。",
             )
         )
     expect(
