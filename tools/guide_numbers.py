@@ -154,11 +154,11 @@ QUOTES = (
         "01",
         (
             "  1024   134,217,728   2,415,919,104          18.00",
-            "seen on this run: attention takes longer than the RNN at every n from 128 to 1024",
+            "seen on this run: attention takes longer than the RNN at every n from 256 to 1024",
         ),
         "the notebook checks the counts and only shows its timings: in the run shown attention took longer than the "
-        "RNN at every $n$ from 128 to 1024",
-        "笔记本检查的是计数，计时只是展示出来：在本次运行中，从 128 到 1024 的每个 $n$ 上注意力都比 RNN 慢",
+        "RNN at every $n$ from 256 to 1024",
+        "笔记本检查的是计数，计时只是展示出来：在本次运行中，从 256 到 1024 的每个 $n$ 上注意力都比 RNN 慢",
     ),
     Quote(  # session 1's demo and M1: hand-made attention in 00
         "00",
