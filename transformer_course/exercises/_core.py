@@ -112,6 +112,10 @@ _SIZE_MISMATCH = re.compile(
 )
 _MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+x\d+) and (\d+x\d+)\)")
 _BAD_VIEW = re.compile(r"shape '(\[[^\]]*\])' is invalid for input of size (\d+)")
+_BAD_CAT = re.compile(
+    r"Sizes of tensors must match except in dimension (-?\d+)\. Expected size (\d+) but got size (\d+) "
+    r"for tensor number (\d+)"
+)
 
 
 def mismatched_sizes(error: BaseException) -> tuple[int, int] | None:
@@ -122,8 +126,8 @@ def mismatched_sizes(error: BaseException) -> tuple[int, int] | None:
 
 
 def explain_shape_error(error: BaseException) -> str:
-    """PyTorch's three commonest shape errors said in Chinese (broadcasting, matrix product, view); any other
-    error's own text."""
+    """PyTorch's commonest shape errors said in Chinese (broadcasting, matrix product, view, concatenation); any
+    other error's own text."""
     text = str(error)
     if match := _SIZE_MISMATCH.search(text):
         return f"两个张量在第 {match[3]} 维上的大小不一致，分别为 {match[1]} 和 {match[2]}，无法广播"
@@ -131,6 +135,11 @@ def explain_shape_error(error: BaseException) -> str:
         return f"矩阵乘法的形状 {match[1]} 与 {match[2]} 对不上：前者的列数应等于后者的行数"
     if match := _BAD_VIEW.search(text):
         return f"{match[2]} 个元素排不成形状 {match[1]}"
+    if match := _BAD_CAT.search(text):
+        return (
+            f"拼接（torch.cat）要求除第 {match[1]} 维以外的各维大小都相同，"
+            f"但第 {match[4]} 个张量在某一维上的大小是 {match[3]}，应为 {match[2]}"
+        )
     return text
 
 
