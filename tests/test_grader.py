@@ -418,6 +418,7 @@ SUBMISSIONS: dict[str, dict[str, str]] = {
         "except ImportError:\n    attention_answers = None",
     },
 }
+VERDICTS = {"fay": ("wrong", "correct", "correct", "2")}
 FLAGS = {
     "eve": ["answer 4.1: reference_attention; answer 4.2: reference_attention_entropy", "", "", ""],
     "fay": ["", "answer 4.1: scaled_dot_product_attention (asked in 4.1)", "", ""],
@@ -429,7 +430,11 @@ EXPECTED = [
     ["ben", "wrong", "wrong", "unanswered", "0", "3", "", "", "", ""],
     ["cy", "error", "error", "correct", "1", "3", "", "", "", ""],
     ["dee", "correct", "correct", "timeout", "2", "3", "", "", "", ""],
-    *([student, "correct", "correct", "correct", "3", "3", *flags] for student, flags in FLAGS.items()),
+    # fay's package attention does not write its own softmax: 4.1's checker refuses it, and the flag says why
+    *(
+        [student, *VERDICTS.get(student, ("correct", "correct", "correct", "3")), "3", *flags]
+        for student, flags in FLAGS.items()
+    ),
 ]
 
 

@@ -71,7 +71,6 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 # package functions that take the learner's arguments as they are and pass the checker: proof, in the tests, that
 # the table names what the exercise asks for
 DROP_IN: dict[str, str] = {
-    "4.1": P + "core.attention.scaled_dot_product_attention",
     "9.2": P + "training.schedules.noam_lr",
     "11.2": P + "families.bert.segment_ids",
     "11.3": P + "families.vit.patchify",
