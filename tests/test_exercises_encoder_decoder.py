@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from tests.chinese_feedback import assert_checker_speaks_chinese, assert_mistake_named_in_chinese
 from transformer_course.exercises import encoder_decoder as ex
+from transformer_course.language import set_language
 
 
 def test_shift_right_checker(capsys):
@@ -205,3 +206,19 @@ def test_checkers_speak_chinese(number, capsys):
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
     assert_mistake_named_in_chinese(check, wrong, hint, capsys)
+
+
+def test_cross_attention_checker_names_a_mask_multiplied_into_the_scores(capsys):
+    def multiplied(y, memory, w_q, w_k, w_v, src_mask):
+        q, k, v = y @ w_q, memory @ w_k, memory @ w_v
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        return torch.softmax(scores * src_mask[:, None], dim=-1) @ v
+
+    assert not ex.check_cross_attention(multiplied)
+    assert "not be multiplied by the mask" in capsys.readouterr().out
+    set_language("zh")
+    try:
+        assert not ex.check_cross_attention(multiplied)
+        assert "不能乘以掩码" in capsys.readouterr().out
+    finally:
+        set_language("en")

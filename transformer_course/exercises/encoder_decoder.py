@@ -191,6 +191,17 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                         "源序列中的填充位置必须得到零权重：要把 src_mask 用在键上",
                     )
                 )
+            scaled = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            multiplied = F.softmax(scaled * src_mask[:, None], -1) @ v
+            if torch.allclose(out, multiplied, atol=1e-5):
+                raise ExerciseMistake(
+                    tr(
+                        "the masked scores must become -inf before the softmax (masked_fill), not be multiplied by "
+                        "the mask: a score of 0 still gets weight after the softmax",
+                        "被屏蔽位置的分数要在 softmax 之前填成 -inf（用 masked_fill），不能乘以掩码：分数为 0 的位置在 "
+                        "softmax 之后仍会分到权重",
+                    )
+                )
             inverted = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             inverted = F.softmax(inverted.masked_fill(src_mask[:, None], float("-inf")), -1) @ v
             if torch.allclose(out, inverted, atol=1e-5, equal_nan=True) or bool(out[0].isnan().any()):
