@@ -189,7 +189,7 @@ def test_reference_cached_generation_equals_the_package_generate_with_its_cache(
     "wrong, hint",
     [
         (_greedy_without_cache, "never given a cache"),
-        (_cache_fed_everything, "feed only the newest token"),
+        (_cache_fed_everything, "feed only the token just chosen"),
         (_new_cache_every_step, "make one cache before the loop"),
         (_sampled, "differ from uncached greedy generation"),
         (_one_call_too_many, "calls are enough"),
@@ -222,7 +222,7 @@ def test_checkers_speak_chinese(chinese, capsys):
     ]
     for checker, wrong, hint in [
         (ex.check_encode_word, _first_occurrence_only, "从左到右作用于该符号对出现的每一处"),
-        (ex.check_cached_generation, _cache_fed_everything, "每次只输入最新的词元"),
+        (ex.check_cached_generation, _cache_fed_everything, "每次只输入刚选出的词元"),
         (ex.check_bits_per_character, lambda n, t, c: n * t / c, "除以 ln 2 才是比特"),
     ]:
         assert not checker(wrong)

@@ -300,6 +300,14 @@ def _v_moe_by_column(experts, gates, capacity, num_experts):
     return _served(experts, torch.tensor(order), capacity, num_experts)
 
 
+def _whole_token_together(experts, gates, capacity, num_experts):
+    """Tokens by their largest gate, each token's choices served one after the other."""
+    tokens, top_k = experts.shape
+    confident_first = sorted(range(tokens), key=lambda t: -float(gates[t].max()))
+    order = [t * top_k + int(j) for t in confident_first for j in gates[t].argsort(descending=True)]
+    return _served(experts, torch.tensor(order), capacity, num_experts)
+
+
 def _flipped_ascending(experts, gates, capacity, num_experts):
     """Descending order made by flipping a stable ascending sort: equal gates come later token first."""
     return _served(experts, torch.argsort(gates.flatten(), stable=True).flip(0), capacity, num_experts)
@@ -323,8 +331,9 @@ def test_priority_reference_does_not_assume_sorted_rows():
         (_token_order, "first come, first served"),
         (_ascending, "smallest gates first"),
         (_one_too_many, "capacity + 1"),
-        (_v_moe_by_token, "V-MoE's rule"),
-        (_v_moe_by_column, "V-MoE's rule"),
+        (_v_moe_by_token, "as V-MoE does"),
+        (_v_moe_by_column, "as V-MoE does"),
+        (_whole_token_together, "as V-MoE does"),
         (_flipped_ascending, "equal gates are served in the wrong order"),
         (lambda e, g, c, n: torch.ones_like(e, dtype=torch.bool), "nothing was dropped"),
         (_global_top, "more than its capacity"),
@@ -375,7 +384,7 @@ def test_checkers_speak_chinese(number, check, reference, capsys):
         (ex.check_priority_capacity, _left_in_sorted_order, "kept[order] = ..."),
         (ex.check_priority_capacity, _permutation_not_inverse, "又排了一次序"),
         (ex.check_priority_capacity, _sorted_within_rows, "逐行"),
-        (ex.check_priority_capacity, _v_moe_by_token, "V-MoE 的规则"),
+        (ex.check_priority_capacity, _v_moe_by_token, "这是 V-MoE 的做法"),
         (ex.check_priority_capacity, _flipped_ascending, "平局的顺序也反过来"),
         (
             ex.check_balance_loss,

@@ -326,7 +326,7 @@ def plot_position_pair(table: Tensor, pos_a: int, pos_b: int, dims: tuple[int, i
     bottom.axhline(0.0, color="0.2", lw=0.8)
     bottom.set_ylim(-1.1, 1.1)
     bottom.set_ylabel(tr("product", "乘积"))
-    bottom.set_xlabel(tr("dimension (low = fast-turning, high = slow)", "维度（低维转得快，高维转得慢）"))
+    bottom.set_xlabel(tr("dimension (low = fast-turning, high = slow)", "维度（下标小的维度转得快，下标大的转得慢）"))
     fig.tight_layout()
     return fig
 

@@ -252,10 +252,10 @@ class _RecordingModel(nn.Module):
         if used_before and positions != 1:  # stop before the model itself fails on the doubled positions
             raise ExerciseMistake(
                 tr(
-                    f"call {call} fed {positions} positions; after the prompt feed only the newest token, "
-                    "tokens[:, -1:] (the cache holds the keys and values of the rest)",
-                    f"第 {call} 次调用输入了 {positions} 个位置；提示词之后每次只输入最新的词元 tokens[:, -1:]"
-                    "（其余位置的键和值都在缓存里）",
+                    f"call {call} fed {positions} positions; after the prompt feed only the token just chosen, "
+                    "next_token of shape (batch, 1) (the cache holds the keys and values of the rest)",
+                    f"第 {call} 次调用输入了 {positions} 个位置；提示词之后每次只输入刚选出的词元，"
+                    "即形状为 (batch, 1) 的 next_token（其余位置的键和值都在缓存里）",
                 )
             )
         return self.model(token_ids, caches)

@@ -207,15 +207,17 @@ def _kept_in_order(experts: Tensor, order: Tensor, capacity: int, num_experts: i
 
 
 def _whole_tokens_by_confidence(experts: Tensor, gates: Tensor, capacity: int, num_experts: int) -> list[Tensor]:
-    """Two readings of V-MoE's batch prioritized routing, the likeliest answer copied from the exercise's first
-    sentence: tokens ordered by their largest gate, all first choices served before any second choice; the j-th
-    choice taken as column j, or as the j-th largest gate of the row. Each returns kept (tokens, top_k) bool."""
+    """Three readings of V-MoE's batch prioritized routing, the likeliest answer copied from the exercise's first
+    sentence: tokens ordered by their largest gate, and all first choices served before any second choice (the j-th
+    choice taken as column j, or as the j-th largest gate of the row), or each token's choices served together.
+    Each returns kept (tokens, top_k) bool."""
     tokens, top_k = experts.shape
     by_confidence = torch.argsort(gates.max(dim=1).values, descending=True, stable=True)
     within = torch.argsort(gates, dim=1, descending=True, stable=True)
     as_columns = torch.cat([by_confidence * top_k + j for j in range(top_k)])
     as_ranks = torch.cat([by_confidence * top_k + within[by_confidence, j] for j in range(top_k)])
-    return [_kept_in_order(experts, order, capacity, num_experts) for order in (as_columns, as_ranks)]
+    whole = (by_confidence[:, None] * top_k + within[by_confidence]).flatten()  # each token's choices together
+    return [_kept_in_order(experts, order, capacity, num_experts) for order in (as_columns, as_ranks, whole)]
 
 
 def reference_priority_capacity(experts: Tensor, gates: Tensor, capacity: int, num_experts: int) -> Tensor:
@@ -288,11 +290,10 @@ def _check_priority_capacity(fn: Callable[[Tensor, Tensor, int, int], Tensor]) -
             torch.equal(answer, kept) for kept in _whole_tokens_by_confidence(experts, gates, capacity, num_experts)
         ):
             hint = tr(
-                "you served whole tokens by their largest gate, every first choice before any second choice: that "
-                "is V-MoE's rule; the simpler rule ranks each assignment by its own gate, so sort all "
-                "tokens * top_k gates together",
-                "你是按词元最大的门控值给整个词元排队，并先处理完所有第一选择再处理第二选择，这是 V-MoE 的规则；"
-                "这里的简化规则按每个分配自己的门控值排序，所以要把 tokens * top_k 个门控值放在一起排序",
+                "you queued whole tokens by their largest gate, as V-MoE does; the simpler rule ranks each "
+                "assignment by its own gate, so sort all tokens * top_k gates together",
+                "你是按词元最大的门控值给整个词元排队，这是 V-MoE 的做法；这里的简化规则按每个分配自己的门控值排序，"
+                "所以要把 tokens * top_k 个门控值放在一起排序",
             )
         elif torch.equal(answer, ascending_flipped):
             hint = tr(
