@@ -271,3 +271,16 @@ def test_checkers_speak_chinese(number, capsys):
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
     assert_mistake_named_in_chinese(check, wrong, hint, capsys)
+
+
+def test_cached_attention_checker_names_attending_before_appending_whatever_step_0_returns(capsys):
+    def before_appending(q, k, v, cache):
+        old_k, old_v = cache
+        if old_k.shape[-2] == 0:
+            out = v  # nothing cached yet: the value itself
+        else:
+            out = torch.softmax(q @ old_k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ old_v
+        return out, (torch.cat([old_k, k], dim=2), torch.cat([old_v, v], dim=2))
+
+    assert not ex.check_cached_attention(before_appending)
+    assert "append its key and value first" in capsys.readouterr().out

@@ -243,3 +243,9 @@ def test_checkers_speak_chinese(number, capsys):
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
     assert_mistake_named_in_chinese(check, wrong, hint, capsys)
+
+
+def test_layer_norm_checker_names_the_wrong_dimension_without_gamma_and_beta_too(capsys):
+    wrong = lambda x, g, b, eps=1e-5: F.layer_norm(x, (x.shape[-1],), eps=eps)  # noqa: E731
+    assert not ex.check_layer_norm_channels_first(wrong)
+    assert "normalised each feature over the positions" in capsys.readouterr().out

@@ -106,7 +106,8 @@ def check_layer_norm_channels_first(layer_norm_channels_first: Callable[..., Ten
                 )
             )
         if isinstance(out, Tensor) and out.shape == x.shape:
-            if _close(out, _ln_channels_first(x, gamma, beta, dim=-1)):
+            over_positions = (_ln_channels_first(x, gamma, beta, dim=-1), _ln_channels_first(x, None, None, dim=-1))
+            if any(_close(out, wrong) for wrong in over_positions):
                 raise ExerciseMistake(
                     tr(
                         "you normalised each feature over the positions (the last dimension), which mixes positions "
