@@ -260,7 +260,7 @@ def map_checkpoint(
                 tr(
                     f"missing tensor: the checkpoint has no {theirs!r} (needed for our {name!r}, "
                     f"shape {tuple(target.shape)})",
-                    f"缺少张量：检查点中没有 {theirs!r}（我们的 {name!r} 需要它，形状 {tuple(target.shape)}）",
+                    f"缺少张量：检查点中没有 {theirs!r}（我们模型中的 {name!r} 需要它，形状 {tuple(target.shape)}）",
                 )
             )
         tensor = checkpoint[theirs]
@@ -269,7 +269,7 @@ def map_checkpoint(
                 tr(
                     f"shape mismatch: checkpoint {theirs!r} is {tuple(tensor.shape)}, "
                     f"our {name!r} is {tuple(target.shape)}",
-                    f"形状不符：检查点的 {theirs!r} 是 {tuple(tensor.shape)}，我们的 {name!r} 是 {tuple(target.shape)}",
+                    f"形状不符：检查点的 {theirs!r} 是 {tuple(tensor.shape)}，我们模型中的 {name!r} 是 {tuple(target.shape)}",
                 )
             )
         mapped[name] = tensor.to(dtype=target.dtype)
