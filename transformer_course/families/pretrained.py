@@ -269,7 +269,8 @@ def map_checkpoint(
                 tr(
                     f"shape mismatch: checkpoint {theirs!r} is {tuple(tensor.shape)}, "
                     f"our {name!r} is {tuple(target.shape)}",
-                    f"形状不符：检查点的 {theirs!r} 是 {tuple(tensor.shape)}，我们模型中的 {name!r} 是 {tuple(target.shape)}",
+                    f"形状不符：检查点的 {theirs!r} 是 {tuple(tensor.shape)}，"
+                    f"我们模型中的 {name!r} 是 {tuple(target.shape)}",
                 )
             )
         mapped[name] = tensor.to(dtype=target.dtype)
