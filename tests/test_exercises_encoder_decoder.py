@@ -222,3 +222,23 @@ def test_cross_attention_checker_names_a_mask_multiplied_into_the_scores(capsys)
         assert "不能乘以掩码" in capsys.readouterr().out
     finally:
         set_language("en")
+
+
+@pytest.mark.parametrize(
+    "slip, hint",
+    [
+        ("d_model", "divide by sqrt(d_k) = sqrt(4)"),
+        ("inverted, -1e9", "you masked the real tokens"),
+    ],
+)
+def test_cross_attention_checker_names_two_more_slips(slip, hint, capsys):
+    def answer(y, memory, w_q, w_k, w_v, src_mask):
+        q, k, v = y @ w_q, memory @ w_k, memory @ w_v
+        if slip == "d_model":
+            scores = (q @ k.transpose(-2, -1) / math.sqrt(y.shape[-1])).masked_fill(~src_mask[:, None], float("-inf"))
+        else:
+            scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(src_mask[:, None], -1e9)
+        return torch.softmax(scores, dim=-1) @ v
+
+    assert not ex.check_cross_attention(answer)
+    assert hint in capsys.readouterr().out

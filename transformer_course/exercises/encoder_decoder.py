@@ -171,9 +171,10 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
         if isinstance(out, Tensor) and tuple(out.shape) == (2, 5, 4):
             raise ExerciseMistake(
                 tr(
-                    "the output has one row per source position: the queries must come from the decoder (y), "
-                    "the keys and values from the encoder output (memory)",
-                    "输出的每一行对应源序列的一个位置：查询必须来自解码器（y），键和值来自编码器的输出（memory）。",
+                    "your output has one row per source position, and it should have one per target position: the "
+                    "queries must come from the decoder (y), the keys and values from the encoder output (memory)",
+                    "你的输出是每个源位置一行，而应当是每个目标位置一行：查询必须来自解码器（y），"
+                    "键和值来自编码器的输出（memory）。",
                 )
             )
         if isinstance(out, Tensor) and out.shape == expected.shape and not torch.allclose(out, expected, atol=1e-5):
@@ -192,6 +193,32 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                     )
                 )
             scaled = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            by_d_model = (
+                F.softmax(
+                    (q @ k.transpose(-2, -1) / math.sqrt(y.shape[-1])).masked_fill(~src_mask[:, None], float("-inf")),
+                    -1,
+                )
+                @ v
+            )
+            if torch.allclose(out, by_d_model, atol=1e-5):
+                raise ExerciseMistake(
+                    tr(
+                        f"you divided the scores by sqrt(d_model) = sqrt({y.shape[-1]}); divide by sqrt(d_k) = "
+                        f"sqrt({q.shape[-1]}), the width of the queries and keys after projection",
+                        f"你把分数除以了 sqrt(d_model) = sqrt({y.shape[-1]})；应除以 sqrt(d_k) = sqrt({q.shape[-1]})，"
+                        "即投影之后查询和键的宽度",
+                    )
+                )
+            inverted_finite = F.softmax(scaled.masked_fill(src_mask[:, None], -1e9), -1) @ v
+            if torch.allclose(out, inverted_finite, atol=1e-5):
+                raise ExerciseMistake(
+                    tr(
+                        "the mask is inverted: src_mask is True at real tokens, so mask the scores where it is False "
+                        "(~src_mask); you masked the real tokens",
+                        "掩码反了：src_mask 在真实词元处为 True，所以要在它为 False 的地方（~src_mask）屏蔽分数；"
+                        "你屏蔽的是真实词元",
+                    )
+                )
             multiplied = F.softmax(scaled * src_mask[:, None], -1) @ v
             if torch.allclose(out, multiplied, atol=1e-5):
                 raise ExerciseMistake(
