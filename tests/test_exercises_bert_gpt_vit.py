@@ -265,3 +265,12 @@ def test_checkers_speak_chinese(number, capsys):
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):
     assert_mistake_named_in_chinese(check, wrong, hint, capsys)
+
+
+def test_segment_checker_names_the_first_sep_with_the_padding_left_in(capsys):
+    def inclusive(ids, sep_id, pad_id):
+        return ((ids == sep_id).cumsum(dim=1) >= 1).long()
+
+    assert not ex.check_segment_ids(inclusive)
+    out = capsys.readouterr().out
+    assert "strictly BEFORE each position" in out and "the padding must get segment 0" in out

@@ -198,6 +198,12 @@ def _segment_mistakes(ids: Tensor) -> dict[str, Tensor]:
             "第一个 [SEP] 是分段 A 的结尾，所以它属于分段 0；要数每个位置“严格之前”的 [SEP]（减去该位置自己的那个）",
         ): inclusive.clamp(max=1).masked_fill(ids == PAD_ID, 0),
         tr(
+            "the first [SEP] closes segment A, so it belongs to segment 0: count the [SEP]s strictly BEFORE each "
+            "position (subtract the position's own); and the padding must get segment 0 (set ids == pad_id to 0)",
+            "第一个 [SEP] 是分段 A 的结尾，所以它属于分段 0：要数每个位置“严格之前”的 [SEP]（减去该位置自己的那个）；"
+            "另外，填充必须属于分段 0（把 ids == pad_id 的位置设为 0）",
+        ): inclusive.clamp(max=1),
+        tr(
             "padding must get segment 0, and no position may get a segment above 1: yours gives the padding after B "
             "segment 2 (it counts two [SEP]s before it). Cap the count at 1 and set the padding to 0",
             "填充必须属于分段 0，而且任何位置的分段 id 都不能大于 1；你的答案让 B 之后的填充属于分段 2"

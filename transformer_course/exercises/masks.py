@@ -22,7 +22,7 @@ from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tenso
 
 CAUSAL_ADDITIVE_MASK = Exercise("6.1", "a causal mask for the last queries", "最后几个查询的因果掩码")
 PADDING_MASK_FROM_LENGTHS = Exercise("6.2", "padding mask from lengths", "由长度生成填充掩码")
-MASKED_SOFTMAX = Exercise("6.3", "a softmax that survives fully masked rows", "经得起整行被屏蔽的 softmax")
+MASKED_SOFTMAX = Exercise("6.3", "a softmax that survives fully masked rows", "能处理全屏蔽行的 softmax")
 
 
 def reference_causal_additive_mask(len_q: int, len_k: int) -> Tensor:
@@ -162,7 +162,7 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
                     f"{label} uses a large finite number for the blocked keys; the additive mask uses exactly -inf "
                     "(finite stand-ins like -1e9 overflow in float16 and behave differently on fully masked rows).",
                     f"{label} 对被屏蔽的键用了一个很大的有限数；加性掩码用的恰好是 -inf（像 -1e9 这样的有限替代值"
-                    "在 float16 中会溢出，而且在整行被屏蔽时表现不同）。",
+                    "在 float16 中会溢出，而且遇到全屏蔽行时表现不同）。",
                 )
             )
         if (~visible).any() and (o[visible] == 1).all() and (o[~visible] == 0).all():
@@ -291,7 +291,7 @@ def _softmax_cases() -> list[tuple[str, Tensor, Tensor]]:
             padding,
         ),
         (
-            tr("a left-padded causal mask with fully masked rows", "左侧填充、含有整行被屏蔽的因果掩码"),
+            tr("a left-padded causal mask with fully masked rows", "左侧填充的因果掩码（含全屏蔽行）"),
             torch.randn(1, 2, 4, 4, generator=g) * 3,
             left_padded,
         ),
@@ -301,7 +301,7 @@ def _softmax_cases() -> list[tuple[str, Tensor, Tensor]]:
             empty_row,
         ),
         (
-            tr("half-precision (float16) scores and fully masked rows", "半精度（float16）分数与含整行被屏蔽的掩码"),
+            tr("half-precision (float16) scores and fully masked rows", "半精度（float16）分数与含全屏蔽行的掩码"),
             (torch.randn(1, 2, 4, 4, generator=g) * 3).half(),
             left_padded,
         ),
@@ -338,7 +338,7 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
             tr(
                 f"{label} contain NaN: a row whose keys are all masked is softmax over only -inf (0/0). "
                 "Give such rows finite scores first, then zero their weights.",
-                f"{label}含有 NaN：键全被屏蔽的一行，是在全部为 -inf 的分数上做 softmax（0/0）。"
+                f"{label}含有 NaN：全屏蔽行是在全为 -inf 的分数上做 softmax（0/0）。"
                 "要先给这样的行有限的分数，再把它们的权重清零。",
             ),
         )
@@ -349,7 +349,7 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
                     tr(
                         f"{label}: a fully masked row came out uniform (1/len_k each), which is what a -1e9 fill "
                         "does; it spreads the attention over keys the row must not see. It should be all zeros.",
-                        f"{label}：整行被屏蔽的那一行得到的是均匀分布（每个都是 1/len_k），用 -1e9 填充就会这样；"
+                        f"{label}：全屏蔽行得到的是均匀分布（每个都是 1/len_k），用 -1e9 填充就会这样；"
                         "它把注意力分散到了这一行不该看到的键上。这一行应全为 0。",
                     )
                 )
