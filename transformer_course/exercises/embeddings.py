@@ -280,7 +280,7 @@ def _check_nearest_words(fn: Callable[[Tensor, Sequence[str], str, int], list[st
             raise ExerciseMistake(
                 tr(
                     "rank by cosine similarity, not by dot product: long vectors win dot products.",
-                    "要按余弦相似度排序，而不是按点积：比点积时，长向量总占便宜。",
+                    "要按余弦相似度排序，而不是按点积：按点积比较，长向量总是占便宜。",
                 )
             )
         cosines = torch.nn.functional.cosine_similarity(vectors, vectors[i : i + 1], dim=-1)

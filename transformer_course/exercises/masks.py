@@ -161,7 +161,7 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
                 tr(
                     f"{label} uses a large finite number for the blocked keys; the additive mask uses exactly -inf "
                     "(finite stand-ins like -1e9 overflow in float16 and behave differently on fully masked rows).",
-                    f"{label} 对被屏蔽的键用了一个很大的有限数；加性掩码用的恰好是 -inf（像 -1e9 这样的有限替代值"
+                    f"{label} 对被屏蔽的键用了一个很大的有限数；加性掩码要用的正是 -inf（像 -1e9 这样的有限替代值"
                     "在 float16 中会溢出，而且遇到全屏蔽行时表现不同）。",
                 )
             )

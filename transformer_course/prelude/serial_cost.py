@@ -245,7 +245,7 @@ class LayerTimes:
         """The times (and the RNN's time per step), attention's over the RNN's, and the single product's time."""
         work, first = self.work, self.work.lengths[0]
         lines = [
-            tr(f"time on this thread, best of {self.repeats}", f"本线程上的耗时，取 {self.repeats} 次中最快的一次"),
+            tr(f"time on this thread, best of {self.repeats}", f"单线程耗时，取 {self.repeats} 次中最快的一次"),
             f"{'n':>6} {rjust(tr('RNN (ms)', 'RNN（毫秒）'), 10)} "
             f"{rjust(tr('RNN per step (us)', 'RNN 每步（微秒）'), 18)} "
             f"{rjust(tr('attention (ms)', '注意力（毫秒）'), 15)} {rjust(tr('attention/RNN', '注意力/RNN'), 14)}",
