@@ -193,44 +193,40 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                     )
                 )
             scaled = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-            by_d_model = (
-                F.softmax(
-                    (q @ k.transpose(-2, -1) / math.sqrt(y.shape[-1])).masked_fill(~src_mask[:, None], float("-inf")),
-                    -1,
-                )
-                @ v
-            )
-            if torch.allclose(out, by_d_model, atol=1e-5):
-                raise ExerciseMistake(
+            by_d_model = q @ k.transpose(-2, -1) / math.sqrt(y.shape[-1])
+            slips = (  # (what such an answer returns, the hint)
+                (
+                    F.softmax(by_d_model.masked_fill(~src_mask[:, None], float("-inf")), -1) @ v,
                     tr(
                         f"you divided the scores by sqrt(d_model) = sqrt({y.shape[-1]}); divide by sqrt(d_k) = "
                         f"sqrt({q.shape[-1]}), the width of the queries and keys after projection",
                         f"你把分数除以了 sqrt(d_model) = sqrt({y.shape[-1]})；应除以 sqrt(d_k) = sqrt({q.shape[-1]})，"
                         "即投影之后查询和键的宽度",
-                    )
-                )
-            inverted_finite = F.softmax(scaled.masked_fill(src_mask[:, None], -1e9), -1) @ v
-            if torch.allclose(out, inverted_finite, atol=1e-5):
-                raise ExerciseMistake(
+                    ),
+                ),
+                (
+                    F.softmax(scaled.masked_fill(src_mask[:, None], -1e9), -1) @ v,
                     tr(
                         "the mask is inverted: src_mask is True at real tokens, so mask the scores where it is False "
                         "(~src_mask); you masked the real tokens",
                         "掩码反了：src_mask 在真实词元处为 True，所以要在它为 False 的地方（~src_mask）屏蔽分数；"
                         "你屏蔽的是真实词元",
-                    )
-                )
-            multiplied = F.softmax(scaled * src_mask[:, None], -1) @ v
-            if torch.allclose(out, multiplied, atol=1e-5):
-                raise ExerciseMistake(
+                    ),
+                ),
+                (
+                    F.softmax(scaled * src_mask[:, None], -1) @ v,
                     tr(
                         "the masked scores must become -inf before the softmax (masked_fill), not be multiplied by "
                         "the mask: a score of 0 still gets weight after the softmax",
                         "被屏蔽位置的分数要在 softmax 之前填成 -inf（用 masked_fill），不能乘以掩码：分数为 0 的位置在 "
                         "softmax 之后仍会分到权重",
-                    )
-                )
-            inverted = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-            inverted = F.softmax(inverted.masked_fill(src_mask[:, None], float("-inf")), -1) @ v
+                    ),
+                ),
+            )
+            for wrong, hint in slips:
+                if torch.allclose(out, wrong, atol=1e-5):
+                    raise ExerciseMistake(hint)
+            inverted = F.softmax(scaled.masked_fill(src_mask[:, None], float("-inf")), -1) @ v
             if torch.allclose(out, inverted, atol=1e-5, equal_nan=True) or bool(out[0].isnan().any()):
                 raise ExerciseMistake(
                     tr(
