@@ -89,7 +89,7 @@ def _check_longformer_mask(fn: Callable[[int, int, Sequence[int]], Tensor]) -> N
     for length, window, global_positions in _MASK_CASES:
         what = tr(
             f"your mask for length={length}, window={window}, global_positions={global_positions}",
-            f"你在 length={length}、window={window}、global_positions={global_positions} 时的掩码",
+            f"当 length={length}、window={window}、global_positions={global_positions} 时，你的掩码",
         )
         out = fn(length, window, list(global_positions))
         expect_tensor(out, what, (length, length))
@@ -105,7 +105,7 @@ def _check_longformer_mask(fn: Callable[[int, int, Sequence[int]], Tensor]) -> N
             continue
         for hint, wrong in _mask_mistakes(length, window, global_positions):
             if torch.equal(out, wrong):
-                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}有误：{hint}。"))
         bad = (out != expected).nonzero()[0].tolist()
         raise ExerciseMistake(
             tr(
@@ -218,7 +218,7 @@ def _check_merge(fn: Callable[[State, State], State]) -> None:
         )
         what = tr(
             f"your merge for q of shape {shape}, keys split {split} + {10 - split}",
-            f"你的合并（q 的形状为 {shape}，键拆分为 {split} + {10 - split}）",
+            f"q 的形状为 {shape}、键拆分为 {split} + {10 - split} 时，你的合并结果",
         )
         try:
             out = fn(tuple(t.clone() for t in a), tuple(t.clone() for t in b))
@@ -240,7 +240,7 @@ def _check_merge(fn: Callable[[State, State], State]) -> None:
             isinstance(out, (tuple, list)) and len(out) == 3,
             tr(
                 f"{what} should return three tensors (m, l, acc), got {got}",
-                f"{what}应返回三个张量 (m, l, acc)，得到的是 {got}",
+                f"{what}应是三个张量 (m, l, acc)，得到的是 {got}",
             ),
         )
         expected = reference_merge(a, b)
@@ -254,17 +254,17 @@ def _check_merge(fn: Callable[[State, State], State]) -> None:
                 isinstance(o, Tensor) and o.shape == w.shape and torch.allclose(o, w, atol=1e-5, rtol=1e-4)
                 for o, w in zip(out, wrong)
             ):
-                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
-        expect_close(out[0], expected[0], tr(f"{what}: m (the running maximum)", f"{what}：m（目前的最大值）"))
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}有误：{hint}。"))
+        expect_close(out[0], expected[0], tr(f"{what}: m (the running maximum)", f"{what}中的 m（目前的最大值）"))
         expect_close(
-            out[1], expected[1], tr(f"{what}: l (the sum of exp(score - m))", f"{what}：l（exp(score - m) 之和）")
+            out[1], expected[1], tr(f"{what}: l (the sum of exp(score - m))", f"{what}中的 l（exp(score - m) 之和）")
         )
         expect_close(
             out[2],
             expected[2],
             tr(
                 f"{what}: acc (the sum of exp(score - m) v; do not divide by l yet)",
-                f"{what}：acc（exp(score - m) v 之和；先不要除以 l）",
+                f"{what}中的 acc（exp(score - m) v 之和；先不要除以 l）",
             ),
         )
 
@@ -356,7 +356,7 @@ def _check_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) ->
         v = torch.randn(n, d, generator=generator)
         what = tr(
             f"your steps over {n} token{'s' if n > 1 else ''} ({m} features, values of size {d})",
-            f"你在 {n} 个词元上的逐步计算（{m} 个特征，值的大小为 {d}）",
+            f"在 {n} 个词元上逐步计算（{m} 个特征，值的大小为 {d}）时",
         )
         s, z = torch.zeros(m, d), torch.zeros(m)
         outputs = []
@@ -380,23 +380,23 @@ def _check_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) ->
                 isinstance(result, (tuple, list)) and len(result) == 3,
                 tr(
                     f"{what}: each step should return three tensors (s, z, out), got {got}",
-                    f"{what}：每一步应返回三个张量 (s, z, out)，得到的是 {got}",
+                    f"{what}，每一步应返回三个张量 (s, z, out)，得到的是 {got}",
                 ),
             )
             s, z, out = result
             expect_tensor(
                 s,
-                tr(f"{what}: the state s after token {i}", f"{what}：词元 {i} 之后的状态 s"),
+                tr(f"{what}: the state s after token {i}", f"{what}，词元 {i} 之后的状态 s"),
                 (m, d),
-                tr("(m, d): one row per feature", "(m, d)：每个特征一行"),
+                tr("(m, d): one row per feature", "（即 (m, d)，每个特征一行）"),
             )
             expect_tensor(
                 z,
-                tr(f"{what}: the state z after token {i}", f"{what}：词元 {i} 之后的状态 z"),
+                tr(f"{what}: the state z after token {i}", f"{what}，词元 {i} 之后的状态 z"),
                 (m,),
-                tr("(m,): the running sum of phi_k", "(m,)：phi_k 的累加和"),
+                tr("(m,): the running sum of phi_k", "（即 (m,)，phi_k 的累加和）"),
             )
-            expect_tensor(out, tr(f"{what}: the output of token {i}", f"{what}：词元 {i} 的输出"), (d,), "(d,)")
+            expect_tensor(out, tr(f"{what}: the output of token {i}", f"{what}，词元 {i} 的输出"), (d,), "(d,)")
             outputs.append(out.detach())
         got = torch.stack(outputs)
         expected = causal_kernel_attention(phi_q, phi_k, v)
@@ -405,16 +405,16 @@ def _check_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) ->
         if not torch.isfinite(got[0]).all():
             hint = _read_before_update()
             raise ExerciseMistake(
-                tr(f"{what}: token 0's output is not finite; {hint}.", f"{what}：词元 0 的输出不是有限值；{hint}。")
+                tr(f"{what}: token 0's output is not finite; {hint}.", f"{what}，词元 0 的输出不是有限值；{hint}。")
             )
         strict = (phi_q @ phi_k.T).tril(-1)  # (n, n): keys before the query only
         if n > 1 and torch.allclose(got[1:], (strict @ v)[1:] / strict.sum(-1, keepdim=True)[1:], atol=1e-5, rtol=1e-4):
             hint = _read_before_update()
-            raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
+            raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}，你的结果有误：{hint}。"))
         for hint, wrong in _step_mistakes(phi_q, phi_k, v):
             if torch.allclose(got, wrong, atol=1e-5, rtol=1e-4):
-                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}：{hint}。"))
-        expect_close(got, expected, tr(f"{what}: the outputs, stacked", f"{what}：堆叠起来的输出"))
+                raise ExerciseMistake(tr(f"{what}: {hint}.", f"{what}，你的结果有误：{hint}。"))
+        expect_close(got, expected, tr(f"{what}: the outputs, stacked", f"{what}，堆叠起来的输出"))
 
 
 def check_linear_attention_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) -> bool:
