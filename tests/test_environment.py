@@ -59,3 +59,21 @@ def test_the_message_is_one_sentence_with_the_way_out(monkeypatch):
     message = str(error.value)
     assert "numpy 2.1.3 -> 2.3.0" in message and "Runtime > Restart session" in message
     assert message.count(". ") == 0  # one sentence
+
+
+def test_the_chinese_edition_gets_the_message_in_chinese(monkeypatch):
+    # the Chinese setup block sets the language before this check, so its one sentence is Chinese too
+    import transformer_course.environment as environment
+    from transformer_course.language import get_language, set_language
+
+    monkeypatch.setattr(environment, "stale_libraries", lambda: [("numpy", "2.1.3", "2.3.0")])
+    before = get_language()
+    set_language("zh")
+    try:
+        with pytest.raises(RestartNeeded) as error:
+            stop_if_restart_needed()
+    finally:
+        set_language(before)
+    message = str(error.value)
+    assert "numpy 2.1.3 -> 2.3.0" in message and "重启会话" in message and "重新运行这个单元格" in message
+    assert message.count("。") == 1 and message.endswith("。")  # one sentence

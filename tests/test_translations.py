@@ -37,7 +37,6 @@ from tools.translations import (
     read_catalogue,
     rehash,
     relocate_links,
-    setup_lines,
     skeleton,
     source_hash,
     stale,
@@ -93,11 +92,12 @@ def _numbers(cell: nbformat.NotebookNode) -> set[str]:
 
 def code_and_output_differences(english: nbformat.NotebookNode, chinese: nbformat.NotebookNode) -> list[str]:
     """Where the Chinese notebook's cells differ from the English ones other than as the edition allows: the same
-    cells in the same order; each code cell the same program (:func:`tools.code_translation.same_program`) with the
-    setup cell's added lines; each code cell run, with the same kinds of output and, where nbval compares them,
-    every number the English cell printed printed too (the Chinese may print more: "第 7 行" for "row 7"); each
-    markdown cell records the hash of the current English."""
+    cells in the same order; each code cell the same program (:func:`tools.code_translation.same_program`), the
+    setup cell with the Chinese setup block (which sets the language); each code cell run, with the same kinds of
+    output and, where nbval compares them, every number the English cell printed printed too (the Chinese may print
+    more: "第 7 行" for "row 7"); each markdown cell records the hash of the current English."""
     found = []
+    name = chinese.metadata.get("translation", {}).get("en_notebook", "x.ipynb").rsplit("/", 1)[-1]
     if [(c.cell_type, c.get("id")) for c in english.cells] != [(c.cell_type, c.get("id")) for c in chinese.cells]:
         return ["its cells (types and ids, in order) are not the English notebook's"]
     first_code = next(i for i, c in enumerate(english.cells) if c.cell_type == "code")
@@ -110,11 +110,9 @@ def code_and_output_differences(english: nbformat.NotebookNode, chinese: nbforma
         if en.cell_type != "code":
             continue
         source = zh.source
-        if index == first_code:
-            if not source.endswith("\n\n" + setup_lines("zh")):
-                found.append(f"{where}: the setup cell does not end by setting the language")
-            source = source.removesuffix("\n\n" + setup_lines("zh"))
-        if not same_program(pretranslated_code(en.source, index == first_code, "x.ipynb"), source):
+        if index == first_code and not source.startswith(colab_setup_block(name, language="zh")):
+            found.append(f"{where}: the setup cell does not start with the Chinese setup block (it sets the language)")
+        if not same_program(pretranslated_code(en.source, index == first_code, name), source):
             found.append(f"{where}: its code is not the English cell's program")
         if en.source.strip() and zh.execution_count is None:
             found.append(f"{where}: it has not been run")
@@ -350,13 +348,11 @@ def test_build_writes_the_chinese_notebook_and_keeps_outputs_only_for_unchanged_
     assert f"/blob/main/notebooks/zh/{notebook.name})" in chinese.cells[0].source
     assert chinese.metadata["translation"]["language"] == "zh"
     assert chinese.metadata["kernelspec"] == english.metadata["kernelspec"]
-    # code: the setup cell starts with the shared block in Chinese and ends by setting the language
+    # code: the setup cell starts with the shared block in Chinese, which sets the language before the restart check
     code = [c for c in chinese.cells if c.cell_type == "code"]
     assert code[0].source.startswith(colab_setup_block(notebook.name, language="zh"))
-    assert code[0].source.endswith(
-        '\nfrom transformer_course.language import set_language\n\nset_language("zh")  # '
-        "从这里起，练习检查器、结论检查和图中的文字都用中文"
-    )
+    setup = code[0].source
+    assert setup.index('set_language("zh")') < setup.index("stop_if_restart_needed()")
     # no English output is copied: the notebook is to be run, and until then every code cell is named
     assert all(c.outputs == [] and c.execution_count is None for c in code)
     unrun = stale(notebook, "zh", translations)

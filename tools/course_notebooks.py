@@ -60,7 +60,13 @@ def colab_setup_block(
         at = f"的 {safe_ref} 版本" if safe_ref else ""
         with_extra = f"及其 [{extra}] 附加依赖" if extra else ""
         first = f"# 准备工作：在 Colab 上先安装课程包{at}{with_extra}；在其他环境中只做导入。\n"
-        stop = "stop_if_restart_needed()  # 如果 pip 替换了本会话已导入的库，就在这里停下，并说明该怎么做\n"
+        # the language is set before the first message the reader could see: the restart check's own sentence
+        stop = (
+            "from transformer_course.language import set_language\n"
+            "\n"
+            'set_language("zh")  # 从这里起，练习检查器、结论检查、提示信息和图中的文字都用中文\n'
+            "stop_if_restart_needed()  # 如果 pip 替换了本会话已导入的库，就在这里停下，并说明该怎么做\n"
+        )
     else:
         at = f" at {safe_ref}" if safe_ref else ""
         if extra:
@@ -87,7 +93,8 @@ def colab_setup_block(
         "\n" + package + '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)\n'
         "\n"
         "from transformer_course.environment import stop_if_restart_needed\n"
-        "\n" + stop
+        + ("" if language == "zh" else "\n")
+        + stop
     )
 
 

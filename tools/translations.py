@@ -30,9 +30,10 @@ same program as the English cell, with only comments, docstrings and the text th
 ``build`` makes the Chinese notebook's sources from the English one: each markdown cell becomes its translation
 (links that leave ``notebooks/`` get one more ``../``, the Colab badge opens the Chinese file) and records the hash of
 the English text it translates in ``metadata.translation.en_sha256``; each code cell becomes its translation, or
-stays as it is when it shows no English; the first code cell (the shared setup) has its setup block's comments in
-Chinese and ends with ``set_language("zh")``. Outputs are not copied from the English notebook: a Chinese notebook's
-outputs are those of running it (``tools.execute_notebooks``), and nbval checks them as it does the English ones.
+stays as it is when it shows no English; the first code cell (the shared setup) has its setup block in Chinese,
+which calls ``set_language("zh")`` before the restart check (so even that check's sentence is Chinese). Outputs are
+not copied from the English notebook: a Chinese notebook's outputs are those of running it
+(``tools.execute_notebooks``), and nbval checks them as it does the English ones.
 ``build`` keeps a cell's stored outputs while its source is unchanged and clears them when it changes; ``build
 --check`` compares the sources and metadata and names the cells that have not been run since they changed.
 """
@@ -249,17 +250,6 @@ def translated_path(notebook: Path, language: str = "zh") -> Path:
     return notebook.parent / language / notebook.name
 
 
-def setup_lines(language: str = "zh") -> str:
-    """What the translated notebook's first code cell (the shared setup) gains at its end: two lines, with the
-    blank line between an import and the code after it that ruff's import sorting asks for."""
-    comment = {"zh": "从这里起，练习检查器、结论检查和图中的文字都用中文"}[language]
-    return f'from transformer_course.language import set_language\n\nset_language("{language}")  # {comment}'
-
-
-def with_setup_lines(source: str, language: str = "zh") -> str:
-    return f"{source.rstrip()}\n\n{setup_lines(language)}"
-
-
 _LINK_TARGETS = [
     re.compile(r"\]\(\s*<?(?P<target>[^)\s>]+)"),  # [text](target) and ![alt](target)
     re.compile(r"""\b(?:src|href)\s*=\s*["'](?P<target>[^"']+)"""),  # <img src="..."> and <a href="...">
@@ -324,7 +314,7 @@ def translated_notebook(
         elif cell.cell_type == "code":
             entry = code_entries.get(cell.id)
             source = entry.text if entry else pretranslated_code(cell.source, not seen_code, notebook.name, language)
-            cell.source = source if seen_code else with_setup_lines(source, language)
+            cell.source = source
             seen_code = True
             previous = kept.get(cell.id)
             if previous is not None and previous.source == cell.source:

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
 
+from transformer_course.language import tr
+
 __all__ = ["RestartNeeded", "WATCHED_LIBRARIES", "stale_libraries", "stop_if_restart_needed"]
 
 # import name -> distribution name on PyPI
@@ -58,11 +60,15 @@ def stale_libraries(
 
 
 def restart_message(stale: Iterable[tuple[str, str, str]]) -> str:
-    """One sentence naming what changed and what to do."""
+    """One sentence naming what changed and what to do, in the reader's language."""
+    stale = list(stale)
     changes = ", ".join(f"{name} {old} -> {new}" for name, old, new in stale)
-    return (
+    changes_zh = "，".join(f"{name} {old} -> {new}" for name, old, new in stale)
+    return tr(
         f"Installing the course changed a library this session had already imported ({changes}): "
-        "choose Runtime > Restart session (in Jupyter or VS Code: restart the kernel), then run this cell again."
+        "choose Runtime > Restart session (in Jupyter or VS Code: restart the kernel), then run this cell again.",
+        f"安装课程包替换了本会话已经导入的库（{changes_zh}）：请选择“代码执行程序 > 重启会话”"
+        "（Runtime > Restart session；在 Jupyter 或 VS Code 中则是重启内核），然后重新运行这个单元格。",
     )
 
 
