@@ -121,6 +121,7 @@ def test_parameter_formula_checker(capsys):
         "own bias": make(out_bias=False),
         "the biases and the LayerNorms are missing": _weights_only,
         "the biases are missing": _no_biases,
+        "a decoder layer is not an encoder layer": _decoder_layers_as_encoder_layers,
     }
     for hint, wrong in mistakes.items():
         assert not ex.check_parameter_formula(wrong)
@@ -166,6 +167,12 @@ def _no_cross_attention(d_model, d_ff, num_encoder_layers, num_decoder_layers, v
     return num_encoder_layers * enc + num_decoder_layers * dec + vocab_size * d_model + vocab_size
 
 
+def _decoder_layers_as_encoder_layers(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
+    a = 4 * (d_model * d_model + d_model)
+    layer = a + 2 * d_model * d_ff + d_ff + d_model + 2 * 2 * d_model  # an encoder layer, counted for both stacks
+    return (num_encoder_layers + num_decoder_layers) * layer + vocab_size * d_model + vocab_size
+
+
 def _weights_only(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
     """The commonest miss: only the weight matrices, no bias and no LayerNorm anywhere."""
     ffn = 2 * d_model * d_ff
@@ -199,6 +206,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_cross_attention, _inverted_mask, "掩码反了"),
         (ex.check_cross_attention, _no_query_axis, "要给掩码加上查询轴"),
         (ex.check_parameter_formula, _no_cross_attention, "每个解码器层还有第二个注意力块"),
+        (ex.check_parameter_formula, _decoder_layers_as_encoder_layers, "解码器层不等于编码器层"),
         (ex.check_parameter_formula, lambda *args: 12345, "应为 20,610 个参数"),
         (ex.check_parameter_formula, _weights_only, "漏掉了偏置和层归一化：每个线性层都有偏置"),
         (ex.check_parameter_formula, _no_biases, "漏掉了偏置：每个线性层都有偏置"),

@@ -59,8 +59,11 @@ def test_a_name_used_as_data_is_shown_in_the_readers_language(monkeypatch):
     try:
         assert language.display_name("plain") == "普通堆叠"
         assert language.display_name("warm-up 30") == "预热 30 步"
-        with pytest.warns(UserWarning, match=r"'residual' has no entry in transformer_course/display_names/zh/"):
+        with pytest.warns(UserWarning, match=r"'residual' 在 transformer_course/display_names/zh/ 中没有对应的中文名"):
             assert language.display_name("residual") == "residual"
+        with warnings.catch_warnings():  # a name a learner wrote in Chinese is shown as it is, silently
+            warnings.simplefilter("error")
+            assert language.display_name("各 6 层") == "各 6 层"
     finally:
         set_language("en")
 

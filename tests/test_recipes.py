@@ -81,6 +81,23 @@ def test_shell_entry_point_trains_a_language_model(tmp_path, capsys):
     assert extra["bits_per_character"] == metrics["bits_per_character"]
 
 
+def test_shell_entry_point_speaks_chinese_when_asked(capsys):
+    from transformer_course.language import get_language
+    from transformer_course.train import main
+
+    common = ["--steps", "20", "--warmup", "5", "--d-model", "32", "--d-ff", "64", "--layers", "1", "--quiet"]
+    main(["--task", "copy", "--eval-size", "50", "--language", "zh", *common])
+    text = capsys.readouterr().out
+    assert "留出集上的词元准确率" in text and "精确匹配率" in text and "总用时" in text
+    assert "held-out" not in text and "parameters" not in text
+    main(["--task", "lm", "--corpus-chars", "20000", "--context", "16", "--language", "zh", *common])
+    text = capsys.readouterr().out
+    assert "任务 lm：20,000 个字符（其中留出 2,000 个）" in text and "每字符" in text and "bits" not in text
+    assert get_language() == "en"  # the caller's language is left as it was
+    with pytest.raises(SystemExit):
+        main(["--language", "fr"])
+
+
 def test_time_to_accuracy_reports_misses():
     task = make_task("copy")
     config = recipe_model_config(task, num_encoder_layers=1, num_decoder_layers=1)

@@ -122,7 +122,8 @@ YES_NO = {"zh": ("否", "是")}
 def display_name(name: str | bool) -> str:
     """``name`` as the reader sees it: unchanged in English; in Chinese, its entry in :func:`display_names` (a
     pattern's ``{}`` filled with what it matched). A name with no Chinese entry is shown as it is, with a warning
-    that names the file to add it to. A bool is a yes or a no: ``True``/``False`` in English, 是/否 in Chinese.
+    that names the folder to add it to; a name with no Latin letter (one a learner wrote in Chinese) needs no entry.
+    A bool is a yes or a no: ``True``/``False`` in English, 是/否 in Chinese.
 
     Use it where a name the program uses as data is shown: ``label=display_name(name)``,
     ``print(f"equal: {display_name(equal)}")``."""
@@ -137,10 +138,12 @@ def display_name(name: str | bool) -> str:
         match = pattern.match(name)
         if match:
             return shown.format(*match.groups())
-    warnings.warn(
-        f"{name!r} has no entry in transformer_course/display_names/{_language}/: it is shown in English",
-        stacklevel=2,
-    )
+    if re.search("[A-Za-z]", name):  # a name with no Latin letter (one a learner wrote in Chinese) needs no entry
+        warnings.warn(
+            f"{name!r} 在 transformer_course/display_names/{_language}/ 中没有对应的中文名，按原样显示"
+            f" (no entry in transformer_course/display_names/{_language}/)",
+            stacklevel=2,
+        )
     return name
 
 

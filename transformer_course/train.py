@@ -11,7 +11,8 @@ The ``lm`` task trains a decoder-only language model on the course's corpus (the
 last 10% held out) with characters or BPE tokens, and reports the held-out loss in bits per character.
 
 It prints a progress line, the held-out token and exact-match accuracy, a few mistakes, and saves a
-checkpoint (weights in safetensors, with the config and vocabularies) when ``--out`` is given.
+checkpoint (weights in safetensors, with the config and vocabularies) when ``--out`` is given. ``--language zh``
+prints all of it in Chinese, as the Chinese notebooks do.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 
 import torch
 
+from .language import LANGUAGES, get_language, set_language, tr
 from .training.checkpoints import save_checkpoint
 from .training.distributed import exit_finished_worker, init_from_environment, launched_by_torchrun, leave_process_group
 from .training.recipes import _run_description, make_task, recipe_model_config, train_task_model
@@ -64,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     parser.add_argument("--amp", action="store_true", help="mixed precision: bfloat16 autocast")
     parser.add_argument("--history-out", default=None, help="write the per-step losses as JSON here")
+    parser.add_argument("--language", choices=LANGUAGES, default="en", help="en (default) or zh: what it prints")
     lm = parser.add_argument_group("the lm task (decoder-only language model)")
     lm.add_argument("--style", choices=["gpt2", "llama"], default="gpt2")
     lm.add_argument("--context", type=int, default=64, help="tokens per training window")
@@ -113,31 +116,51 @@ def main_lm(args: argparse.Namespace) -> dict[str, float]:
     )
     seed_everything(args.seed)
     model = build_language_model(config, tokenizer.vocab_size)
+    kind = {"char": "字符", "bpe": "BPE "}[args.tokenizer]
     print(
-        f"task lm: {len(text):,} characters ({len(corpus.held_out_text):,} held out), {tokenizer.vocab_size} "
-        f"{args.tokenizer} tokens, {corpus.characters_per_token:.2f} characters per token; "
-        f"{count_parameters(model):,} parameters"
+        tr(
+            f"task lm: {len(text):,} characters ({len(corpus.held_out_text):,} held out), {tokenizer.vocab_size} "
+            f"{args.tokenizer} tokens, {corpus.characters_per_token:.2f} characters per token; "
+            f"{count_parameters(model):,} parameters",
+            f"任务 lm：{len(text):,} 个字符（其中留出 {len(corpus.held_out_text):,} 个），{tokenizer.vocab_size} 个"
+            f"{kind}词元，平均每个词元 {corpus.characters_per_token:.2f} 个字符；{count_parameters(model):,} 个参数",
+        )
     )
     history = train_language_model(
         model, train_ids, held_out_ids, config.context, train_config, progress=not args.quiet, eval_windows=None
     )
     bpc = bits_per_character(history.eval_loss[-1], len(held_out_ids), len(corpus.held_out_text))
     print(
-        f"{history.steps} steps in {history.seconds:.1f} s ({history.tokens_per_second:,.0f} tokens/s); "
-        f"held-out loss {history.eval_loss[-1]:.3f} nats/token = {bpc:.3f} bits/character"
+        tr(
+            f"{history.steps} steps in {history.seconds:.1f} s ({history.tokens_per_second:,.0f} tokens/s); "
+            f"held-out loss {history.eval_loss[-1]:.3f} nats/token = {bpc:.3f} bits/character",
+            f"{history.steps} 步，用时 {history.seconds:.1f} 秒（每秒 {history.tokens_per_second:,.0f} 个词元）；"
+            f"留出集损失为每词元 {history.eval_loss[-1]:.3f} 奈特，即每字符 {bpc:.3f} 比特",
+        )
     )
     if args.history_out:
         with open(args.history_out, "w") as f:
             json.dump({"loss": history.loss, "eval_steps": history.eval_steps, "eval_loss": history.eval_loss}, f)
     if args.out:
         extra = {"bits_per_character": bpc, "train_seconds": history.seconds, "train_config": vars(args)}
-        print(f"model saved to {save_language_model(args.out, model, config, tokenizer, extra)}")
+        path = save_language_model(args.out, model, config, tokenizer, extra)
+        print(tr(f"model saved to {path}", f"模型已保存到 {path}"))
     return {"held_out_nats_per_token": history.eval_loss[-1], "bits_per_character": bpc}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
-    """Run one training from command-line arguments; returns the held-out metrics."""
+    """Run one training from command-line arguments; returns the held-out metrics. It speaks ``--language`` while
+    it runs and leaves the caller's language as it was."""
     args = build_parser().parse_args(argv)
+    before = get_language()
+    set_language(args.language)
+    try:
+        return _main(args)
+    finally:
+        set_language(before)
+
+
+def _main(args: argparse.Namespace) -> dict[str, float]:
     if args.threads < 1:
         raise SystemExit(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
@@ -175,8 +198,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     processes = 1 if distributed is None else distributed.world_size
     if main_process:
         print(
-            f"task {args.task}: {len(task.src_vocab)} source / {len(task.tgt_vocab)} target tokens; "
-            f"device {device}; {processes} process(es)"
+            tr(
+                f"task {args.task}: {len(task.src_vocab)} source / {len(task.tgt_vocab)} target tokens; "
+                f"device {device}; {processes} process(es)",
+                f"任务 {args.task}：源词表 {len(task.src_vocab)} 个词元，目标词表 {len(task.tgt_vocab)} 个词元；"
+                f"设备 {device}；{processes} 个进程",
+            )
         )
     start = time.perf_counter()
     model, history = train_task_model(
@@ -194,11 +221,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
             json.dump(history.to_dict(), f)
     if not main_process:  # evaluation and saving happen once, on the main process
         return {}
-    print(f"{count_parameters(model):,} parameters, {args.steps} steps in {history.seconds:.1f} s")
+    print(
+        tr(
+            f"{count_parameters(model):,} parameters, {args.steps} steps in {history.seconds:.1f} s",
+            f"{count_parameters(model):,} 个参数，{args.steps} 步，用时 {history.seconds:.1f} 秒",
+        )
+    )
     result = evaluate(model, task, task.eval_pairs(args.eval_size))
-    print(f"held-out token accuracy {result.token_accuracy:.2%}, exact match {result.exact_match:.2%}")
+    print(
+        tr(
+            f"held-out token accuracy {result.token_accuracy:.2%}, exact match {result.exact_match:.2%}",
+            f"留出集上的词元准确率 {result.token_accuracy:.2%}，精确匹配率 {result.exact_match:.2%}",
+        )
+    )
     for source, target, prediction in result.mistakes()[:5]:
-        print(f"  {source!r}: expected {target!r}, got {prediction!r}")
+        print(
+            tr(
+                f"  {source!r}: expected {target!r}, got {prediction!r}",
+                f"  {source!r}：应为 {target!r}，模型输出 {prediction!r}",
+            )
+        )
     if args.out:
         extra = {
             **_run_description(task, train_config),
@@ -207,8 +249,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
             "final_loss": history.loss[-1],
         }
         path = save_checkpoint(args.out, model, task.src_vocab, task.tgt_vocab, extra)
-        print(f"checkpoint saved to {path}")
-    print(f"total {time.perf_counter() - start:.1f} s")
+        print(tr(f"checkpoint saved to {path}", f"检查点已保存到 {path}"))
+    total = time.perf_counter() - start
+    print(tr(f"total {total:.1f} s", f"总用时 {total:.1f} 秒"))
     return {"token_accuracy": result.token_accuracy, "exact_match": result.exact_match}
 
 

@@ -301,6 +301,12 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                     "each decoder layer has a second attention block (cross-attention)",
                     "每个解码器层还有第二个注意力块（交叉注意力）",
                 ),
+                n_dec * (4 * d * d + 4 * d + 2 * d): tr(
+                    "a decoder layer is not an encoder layer: it has a second attention block (cross-attention, "
+                    "4 d_model^2 + 4 d_model) with its own LayerNorm (2 d_model)",
+                    "解码器层不等于编码器层：它还有第二个注意力块（交叉注意力，4 × d_model² + 4 × d_model 个参数），"
+                    "以及这个块自己的层归一化（2 × d_model 个）",
+                ),
                 2 * d * (2 * n_enc + 3 * n_dec): tr(
                     "each LayerNorm has 2 d_model parameters (gain and bias)",
                     "每个层归一化有 2 × d_model 个参数（增益和偏置）",
