@@ -27,7 +27,7 @@ from torch import nn
 
 from .. import checks
 from ..claims import check, observe
-from ..language import rjust, tr
+from ..language import display_width, rjust, tr
 from ..memory_tracker import matmul_flops, operator_calls
 from ..timing import ratio, time_in_turns
 
@@ -244,15 +244,17 @@ class LayerTimes:
     def table(self) -> str:
         """The times (and the RNN's time per step), attention's over the RNN's, and the single product's time."""
         work, first = self.work, self.work.lengths[0]
+        rnn_header = tr("RNN (ms)", "RNN（毫秒）")
+        w = max(10, display_width(rnn_header))  # the Chinese header is 11 columns wide
         lines = [
             tr(f"time on this thread, best of {self.repeats}", f"单线程耗时，取 {self.repeats} 次中最快的一次"),
-            f"{'n':>6} {rjust(tr('RNN (ms)', 'RNN（毫秒）'), 10)} "
+            f"{'n':>6} {rjust(rnn_header, w)} "
             f"{rjust(tr('RNN per step (us)', 'RNN 每步（微秒）'), 18)} "
             f"{rjust(tr('attention (ms)', '注意力（毫秒）'), 15)} {rjust(tr('attention/RNN', '注意力/RNN'), 14)}",
         ]
         for n in work.lengths:
             r, a = self.ms["RNN", n], self.ms["attention", n]
-            lines.append(f"{n:>6} {r:>10.2f} {1000 * r / n:>18.1f} {a:>15.2f} {self.attention_over_rnn(n):>14.2f}")
+            lines.append(f"{n:>6} {r:>{w}.2f} {1000 * r / n:>18.1f} {a:>15.2f} {self.attention_over_rnn(n):>14.2f}")
         lines.append(
             tr(
                 f"n = {first}: the RNN's multiply-adds as one matrix product and tanh: "
