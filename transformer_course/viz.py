@@ -384,7 +384,7 @@ def plot_attention_heads(
     for name, labels, n in (("query_labels", query_labels, len_q), ("key_labels", key_labels, len_k)):
         if len(labels) != n:
             raise ValueError(f"{name} has {len(labels)} labels, expected {n}")
-    titles = [tr(f"head {h}", f"头 {h}") for h in range(heads)] if titles is None else list(titles)
+    titles = [tr(f"head {h}", f"{h} 号头") for h in range(heads)] if titles is None else list(titles)
     if len(titles) != heads:
         raise ValueError(f"got {len(titles)} titles for {heads} heads")
     size = 0.28 * max(len_q, len_k) + 0.9

@@ -328,17 +328,18 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                     "源序列、目标序列和输出共用同一张表，只算一次",
                 ),
             }
+            when = "当 " + "、".join(f"{name}={value}" for name, value in case.items()) + " 时"
             if diff in hints:
                 raise ExerciseMistake(
                     tr(
                         f"{case}: off by {diff:,}; {hints[diff]}",
-                        f"{case}：你的结果比应有值{'少' if diff > 0 else '多'}了 {abs(diff):,}；{hints[diff]}。",
+                        f"{when}，你的结果比应有值{'少' if diff > 0 else '多'}了 {abs(diff):,}；{hints[diff]}。",
                     )
                 )
             raise ExerciseMistake(
                 tr(
                     f"{case}: expected {expected:,} parameters, the formula gives {got:,}",
-                    f"{case}：应为 {expected:,} 个参数，公式给出的是 {got:,}",
+                    f"{when}，应为 {expected:,} 个参数，公式给出的是 {got:,}",
                 )
             )
 

@@ -128,7 +128,7 @@ def _remove_head_slips() -> list[tuple[Callable[[MultiHeadAttention, slice], Non
                 "feature; head i's block is the input features i*d_k ... (i+1)*d_k - 1, the COLUMNS: "
                 "w_o.weight[:, block].",
                 "你清零的是 w_o.weight 的“行”。nn.Linear 按 (out, in) 存储权重，所以一行是一个输出特征；"
-                "头 i 的块是输入特征 i*d_k ... (i+1)*d_k - 1，也就是“列”：w_o.weight[:, block]。",
+                "i 号头的块是输入特征 i*d_k ... (i+1)*d_k - 1，也就是“列”：w_o.weight[:, block]。",
             ),
         ),
         (
@@ -222,7 +222,7 @@ def _check_remove_head(fn: Callable[[MultiHeadAttention, int], MultiHeadAttentio
         expected = head_switched_off(mha, head, x)
         expect_tensor(
             out,
-            tr(f"the output of your module with head {head} off", f"关闭头 {head} 后你的模块的输出"),
+            tr(f"the output of your module with head {head} off", f"关闭 {head} 号头后你的模块的输出"),
             expected.shape,
             "(batch, n, d_model)",
         )
@@ -233,24 +233,24 @@ def _check_remove_head(fn: Callable[[MultiHeadAttention, int], MultiHeadAttentio
                 raise ExerciseMistake(
                     tr(
                         f"with head {head} switched off, the output is still the original one.",
-                        f"关闭头 {head} 之后，输出仍和原来一样。",
+                        f"关闭 {head} 号头之后，输出仍和原来一样。",
                     )
                 )
             for edit, hint in _remove_head_slips():
                 if torch.allclose(out, _edited(mha, head, edit)(x), atol=1e-6):
-                    raise ExerciseMistake(tr(f"head {head}: {hint}", f"头 {head}：{hint}"))
+                    raise ExerciseMistake(tr(f"head {head}: {hint}", f"{head} 号头：{hint}"))
             others = [h for h in range(mha.num_heads) if h != head]
             if any(torch.allclose(out, head_switched_off(mha, h, x), atol=1e-6) for h in others):
                 raise ExerciseMistake(
                     tr(
                         f"you switched off another head than head {head}: head i (counted from 0) owns the features "
                         "i*d_k ... (i+1)*d_k - 1, with d_k = mha.d_k.",
-                        f"你关闭的不是头 {head}，而是另一个头：头 i（从 0 开始数）拥有特征 i*d_k ... (i+1)*d_k - 1，"
-                        "其中 d_k = mha.d_k。",
+                        f"你关闭的不是 {head} 号头，而是另一个头：i 号头（从 0 开始数）拥有特征 "
+                        "i*d_k ... (i+1)*d_k - 1，其中 d_k = mha.d_k。",
                     )
                 )
         expect_close(
-            out, expected, tr(f"the output with head {head} switched off", f"关闭头 {head} 后的输出"), atol=1e-6
+            out, expected, tr(f"the output with head {head} switched off", f"关闭 {head} 号头后的输出"), atol=1e-6
         )
 
 
