@@ -315,6 +315,12 @@ print("相对计算量：" + "，".join(f"n = {n} 时为 {r:g}" for n, r in rows
 """
     assert same_program(english, chinese)
     assert not same_program(english, chinese.replace("if left else", "if not left else"))  # the choice's test
+    # a choice between two texts may go altogether (Chinese has no plural), but not a field that computes a value
+    plural = "print(f\"{n} head{'s' if n > 1 else ''} in {t:.1f} s\")\n"
+    assert same_program(plural, 'print(f"{n} 个头，用时 {t:.1f} 秒")\n')
+    assert same_program(plural, "print(f\"{n} 个头{'' if n > 1 else ''}，用时 {t:.1f} 秒\")\n")
+    assert not same_program(plural, "print(f\"{n} 个头{'' if n > 2 else ''}，用时 {t:.1f} 秒\")\n")
+    assert not same_program(plural, 'print(f"{n} 个头")\n')
     assert not same_program(english, chinese.replace('"the cat sat"', '"那只猫坐着"'))  # data
     assert not same_program(english, chinese.replace("{t:.1f}", "{t:.2f}"))  # a field's format
     assert not same_program(english, chinese.replace("measured=loss", "measured=None"))

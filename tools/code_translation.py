@@ -13,7 +13,9 @@ translated cell may change:
   column names);
 - in an f-string in those places, the text around the ``{...}`` fields and the fields' order (Chinese orders words
   differently); the fields themselves stay, except a field that only pads a literal, ``{'loss':>8}`` (a table's
-  header: its text and width may change), and the two strings of a choice, ``{'left' if left else 'right'}``;
+  header: its text and width may change), and the two strings of a choice, ``{'left' if left else 'right'}``; a
+  choice of two strings may also go altogether (English's ``head{'s' if n > 1 else ''}``: Chinese has no plural),
+  but a choice that stays keeps its test;
 - in text joined there, ``", ".join(f"n = {n}: {r:g}x" for n, r in rows)``, the separator and the items' text.
 
 Everything else stays byte for byte after parsing: names, numbers, operators, and every other string (data such as
@@ -144,11 +146,31 @@ def _text_of(node: ast.AST) -> str:
     return " ".join(parts)
 
 
-class _Blank(ast.NodeTransformer):
-    """Replaces each translatable string with the placeholder (an f-string keeps its fields, in sorted order)."""
+def _text_choice(part: ast.AST) -> bool:
+    """True for an f-string field that only chooses between two strings: ``{'s' if n > 1 else ''}``."""
+    return (
+        isinstance(part, ast.FormattedValue)
+        and isinstance(part.value, ast.IfExp)
+        and all(_is_string(branch) for branch in (part.value.body, part.value.orelse))
+    )
 
-    def __init__(self, translatable: list[ast.AST]) -> None:
+
+def text_choice_tests(source: str) -> list[str]:
+    """The tests of the text choices in ``source``'s translatable strings, dumped and sorted."""
+    tests = []
+    for node in display_strings(ast.parse(source)):
+        if isinstance(node, ast.JoinedStr):
+            tests += [ast.dump(part.value.test) for part in node.values if _text_choice(part)]
+    return sorted(tests)
+
+
+class _Blank(ast.NodeTransformer):
+    """Replaces each translatable string with the placeholder (an f-string keeps its fields, in sorted order; with
+    ``drop_choices``, its text choices go with the text)."""
+
+    def __init__(self, translatable: list[ast.AST], drop_choices: bool = False) -> None:
         self.translatable = {id(node) for node in translatable}
+        self.drop_choices = drop_choices
 
     def visit(self, node: ast.AST) -> ast.AST:
         if id(node) in self.translatable:
@@ -156,7 +178,13 @@ class _Blank(ast.NodeTransformer):
                 node = self.generic_visit(node)  # the text inside a field's choice first
                 # a field that only pads a literal, f"{'loss':>8}", is text (a table's header), its width too
                 fields = sorted(
-                    (part for part in node.values if isinstance(part, ast.FormattedValue) and not _literal(part)),
+                    (
+                        part
+                        for part in node.values
+                        if isinstance(part, ast.FormattedValue)
+                        and not _literal(part)
+                        and not (self.drop_choices and _text_choice(part))
+                    ),
                     key=ast.dump,
                 )
                 return ast.JoinedStr(values=[ast.Constant(PLACEHOLDER), *fields])
@@ -164,15 +192,26 @@ class _Blank(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-def program_shape(source: str) -> str:
-    """``source`` parsed, with comments dropped and every translatable string blanked: what a translation keeps."""
+def program_shape(source: str, drop_choices: bool = False) -> str:
+    """``source`` parsed, with comments dropped and every translatable string blanked: what a translation keeps
+    (with ``drop_choices``, text choices blanked with the text around them)."""
     tree = ast.parse(source)
-    return ast.dump(_Blank(display_strings(tree)).visit(tree))
+    return ast.dump(_Blank(display_strings(tree), drop_choices).visit(tree))
 
 
 def same_program(english: str, translated: str) -> bool:
     """True if ``translated`` differs from ``english`` only where a translation may (see the module's docstring)."""
-    return program_shape(english) == program_shape(translated)
+    if program_shape(english) == program_shape(translated):
+        return True
+    # text choices dropped: the same program, if every choice the translation kept has one of the English tests
+    if program_shape(english, drop_choices=True) != program_shape(translated, drop_choices=True):
+        return False
+    remaining = text_choice_tests(english)
+    for test in text_choice_tests(translated):
+        if test not in remaining:
+            return False
+        remaining.remove(test)
+    return True
 
 
 def program_differences(english: str, translated: str) -> str:
