@@ -75,6 +75,9 @@ def test_pytorch_shape_errors_are_said_in_chinese():
     assert explain_shape_error(cat) == (
         "拼接（torch.cat）要求除第 2 维以外的各维大小都相同，但第 1 个张量在某一维上的大小是 1，应为 5"
     )
+    kept = torch.zeros(12, 2, dtype=torch.bool)
+    index_put = _error_of(lambda: kept.__setitem__(torch.arange(24), torch.ones(24, dtype=torch.bool)))
+    assert explain_shape_error(index_put) == "赋给索引位置的值的形状是 [24]，无法广播到索引选中部分的形状 [24, 2]"
     other = RuntimeError("something else")
     assert explain_shape_error(other) == "something else"
 

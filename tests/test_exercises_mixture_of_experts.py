@@ -372,6 +372,14 @@ def test_checkers_speak_chinese(number, check, reference, capsys):
     assert_checker_speaks_chinese(number, check, reference, capsys)
 
 
+def _kept_written_two_dimensional(experts, gates, capacity, num_experts):
+    """The hint's kept[order] = ... written into the (tokens, top_k) tensor itself: a shape error."""
+    order = torch.argsort(gates.flatten(), descending=True, stable=True)
+    kept = torch.zeros_like(experts, dtype=torch.bool)
+    kept[order] = torch.ones(order.numel(), dtype=torch.bool)
+    return kept
+
+
 @pytest.mark.parametrize(
     "check, wrong, hint",
     [
@@ -386,6 +394,7 @@ def test_checkers_speak_chinese(number, check, reference, capsys):
         (ex.check_priority_capacity, _sorted_within_rows, "逐行"),
         (ex.check_priority_capacity, _v_moe_by_token, "这是 V-MoE 的做法"),
         (ex.check_priority_capacity, _flipped_ascending, "平局的顺序也反过来"),
+        (ex.check_priority_capacity, _kept_written_two_dimensional, "写入时 kept 应是一维的"),
         (
             ex.check_balance_loss,
             lambda p, e: p.shape[1] * (_shares(p, e) * _mean_over_choosers(p, e)).sum(),

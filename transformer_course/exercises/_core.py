@@ -112,6 +112,9 @@ _SIZE_MISMATCH = re.compile(
 )
 _MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+x\d+) and (\d+x\d+)\)")
 _BAD_VIEW = re.compile(r"shape '(\[[^\]]*\])' is invalid for input of size (\d+)")
+_BAD_INDEX_PUT = re.compile(
+    r"shape mismatch: value tensor of shape (\[[^\]]*\]) cannot be broadcast to indexing result of shape (\[[^\]]*\])"
+)
 _BAD_CAT = re.compile(
     r"Sizes of tensors must match except in dimension (-?\d+)\. Expected size (\d+) but got size (\d+) "
     r"for tensor number (\d+)"
@@ -126,8 +129,8 @@ def mismatched_sizes(error: BaseException) -> tuple[int, int] | None:
 
 
 def explain_shape_error(error: BaseException) -> str:
-    """PyTorch's commonest shape errors said in Chinese (broadcasting, matrix product, view, concatenation); any
-    other error's own text."""
+    """PyTorch's commonest shape errors said in Chinese (broadcasting, matrix product, view, concatenation,
+    assignment through an index); any other error's own text."""
     text = str(error)
     if match := _SIZE_MISMATCH.search(text):
         return f"两个张量在第 {match[3]} 维上的大小不一致，分别为 {match[1]} 和 {match[2]}，无法广播"
@@ -135,6 +138,8 @@ def explain_shape_error(error: BaseException) -> str:
         return f"矩阵乘法的形状 {match[1]} 与 {match[2]} 对不上：前者的列数应等于后者的行数"
     if match := _BAD_VIEW.search(text):
         return f"{match[2]} 个元素排不成形状 {match[1]}"
+    if match := _BAD_INDEX_PUT.search(text):
+        return f"赋给索引位置的值的形状是 {match[1]}，无法广播到索引选中部分的形状 {match[2]}"
     if match := _BAD_CAT.search(text):
         return (
             f"拼接（torch.cat）要求除第 {match[1]} 维以外的各维大小都相同，"

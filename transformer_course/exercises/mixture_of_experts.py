@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._core import Exercise, ExerciseMistake, expect, expect_tensor, report, tr
+from ._core import Exercise, ExerciseMistake, expect, expect_tensor, explain_shape_error, report, tr
 
 BALANCE_LOSS = Exercise("16.1", "the load-balancing loss", "负载均衡损失")
 PRIORITY_CAPACITY = Exercise("16.2", "capacity served by priority", "按优先级分配容量")
@@ -253,7 +253,21 @@ def _check_priority_capacity(fn: Callable[[Tensor, Tensor, int, int], Tensor]) -
             f"for {tokens} tokens, {num_experts} experts, top-{top_k} and capacity {capacity}",
             f"在 {tokens} 个词元、{num_experts} 个专家、top-{top_k}、容量为 {capacity} 时，",
         )
-        answer = fn(experts.clone(), gates.clone(), capacity, num_experts)
+        try:
+            answer = fn(experts.clone(), gates.clone(), capacity, num_experts)
+        except RuntimeError as error:
+            if "cannot be broadcast to indexing result" not in str(error):
+                raise
+            raise ExerciseMistake(
+                tr(
+                    f"your code raised RuntimeError: {error}. kept[order] = ... writes one value per assignment, so "
+                    "build kept flat while you write it (torch.zeros(tokens * top_k, dtype=torch.bool)) and return "
+                    "kept.view_as(experts)",
+                    f"你的代码出错了：{explain_shape_error(error)}。kept[order] = ... 是给每个分配写一个值，"
+                    "所以写入时 kept 应是一维的（torch.zeros(tokens * top_k, dtype=torch.bool)），"
+                    "最后再返回 kept.view_as(experts)",
+                )
+            ) from error
         expect_tensor(answer, tr("kept", "kept"), (tokens, top_k), "(tokens, top_k)")
         expect(
             answer.dtype == torch.bool,

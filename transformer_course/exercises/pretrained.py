@@ -84,7 +84,7 @@ def _classifier_mistakes(train_vectors: Tensor, train_labels: Tensor, test_vecto
         tr(
             "the centroids were not scaled to length 1, so a class whose vectors agree (a long mean) wins too often: "
             "normalise each class mean before taking the dot product",
-            "质心没有缩放到长度 1，于是类内向量方向彼此接近的类（它的均值较长）被选中得过多："
+            "质心没有缩放到长度 1，于是类内向量方向彼此接近的类（它的均值较长）胜出的次数会偏多："
             "做点积之前要先把每个类的均值归一化",
         ): (test_vectors @ means.T).argmax(-1),
         tr(
@@ -95,7 +95,7 @@ def _classifier_mistakes(train_vectors: Tensor, train_labels: Tensor, test_vecto
         tr(
             "the sums of the classes were compared without normalising, so the class with the most training vectors "
             "wins too often: take the mean and scale it to length 1",
-            "比较的是各类向量之和，而且没有归一化，于是训练向量最多的类被选中得过多：要取均值，并把它缩放到长度 1",
+            "比较的是各类向量之和，而且没有归一化，于是训练向量最多的类胜出的次数会偏多：要取均值，并把它缩放到长度 1",
         ): (test_vectors @ sums.T).argmax(-1),
         tr(
             "that is the nearest raw class mean by Euclidean distance; scale the means to length 1 and compare by "
