@@ -96,7 +96,7 @@ def _check_lora_gradients(fn: Callable[[Tensor, Tensor, Tensor, Tensor, float], 
                 tr(
                     f"{what} a product failed ({error}): write each factor's shape beside it, x (n, in), g (n, out), "
                     "A (r, in), B (out, r), and check that the inner sizes of every product agree",
-                    f"{what}矩阵乘法出错了：{explain_shape_error(error)}。"
+                    f"{what}你的代码出错了：{explain_shape_error(error)}。"
                     "在每个因子旁写下它的形状，x (n, in)、g (n, out)、A (r, in)、B (out, r)，"
                     "检查每个乘积相邻的两个维度是否一致",
                 )
