@@ -174,7 +174,9 @@ def _acc_factor_not_broadcast(a, b):
         (_l_only_rescaled, "you rescaled l but not acc"),
         (_minimum, "torch.maximum"),
         (_normalised, "do not divide by l yet"),
-        (_wrong_sign, "l (the sum of exp(score - m))"),
+        (_wrong_sign, "exp(m_new - m_block)"),
+        (lambda a, b: ex.reference_merge_with(a, b, a[0]), "torch.maximum"),
+        (lambda a, b: ex.reference_merge_with(a, b, b[0]), "torch.maximum"),
         (lambda a, b: ex.reference_merge(a, b)[:2], "three tensors"),
     ],
 )

@@ -83,7 +83,8 @@ def test_cross_attention_checker(capsys):
         return F.softmax(s, -1) @ (m @ wv)
 
     mistakes = {"queries must come from the decoder": swapped, "sqrt(d_k)": unscaled, "src_mask": unmasked,
-                "differs": wrong_axis, "queries come from y (the decoder)": swapped_masked,
+                "Take the softmax over the source positions": wrong_axis,
+                "queries come from y (the decoder)": swapped_masked,
                 "src_mask is True at real tokens": inverted_mask,
                 "give the mask a query axis": no_query_axis}  # fmt: skip
     for hint, wrong in mistakes.items():

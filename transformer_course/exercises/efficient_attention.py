@@ -191,10 +191,21 @@ def _merge_mistakes(a: State, b: State) -> list[tuple[str, State]]:
         ),
         (
             tr(
-                "the new m must be the larger of the two maxima (torch.maximum), so that no exp() can overflow",
-                "新的 m 必须取两个最大值中较大的那个（torch.maximum），这样 exp() 才不会溢出",
+                "the rescaling factor is exp(m_block - m_new), at most 1; you wrote exp(m_new - m_block), which "
+                "grows the block that should shrink",
+                "缩放因子是 exp(m_block - m_new)，不会超过 1；你写成了 exp(m_new - m_block)，本该缩小的块反而被放大了",
             ),
-            reference_merge_with(a, b, torch.minimum(a[0], b[0])),
+            (m, a[1] / scale_a + b[1] / scale_b, a[2] / scale_a.unsqueeze(-1) + b[2] / scale_b.unsqueeze(-1)),
+        ),
+        *(
+            (
+                tr(
+                    "the new m must be the larger of the two maxima (torch.maximum), so that no exp() can overflow",
+                    "新的 m 必须取两个最大值中较大的那个（torch.maximum），这样 exp() 才不会溢出",
+                ),
+                reference_merge_with(a, b, wrong_m),
+            )
+            for wrong_m in (torch.minimum(a[0], b[0]), a[0], b[0])  # the smaller maximum, or one block's own
         ),
     ]
 
