@@ -68,12 +68,12 @@ def test_pytorch_shape_errors_are_said_in_chinese():
     broadcast = _error_of(lambda: torch.ones(4, 8) * torch.ones(4))
     matmul = _error_of(lambda: torch.ones(4, 8) @ torch.ones(4, 8))
     view = _error_of(lambda: torch.ones(4, 8).view(3, 5))
-    assert explain_shape_error(broadcast) == "两个张量在第 1 维上的大小不一致，分别为 8 和 4，无法广播"
+    assert explain_shape_error(broadcast) == "两个张量在 dim=1 上的大小不一致，分别为 8 和 4，无法广播"
     assert explain_shape_error(matmul) == "矩阵乘法的形状 4x8 与 4x8 对不上：前者的列数应等于后者的行数"
     assert explain_shape_error(view) == "32 个元素排不成形状 [3, 5]"
     cat = _error_of(lambda: torch.cat([torch.ones(2, 5, 8), torch.ones(2, 1, 6)], dim=-1))
     assert explain_shape_error(cat) == (
-        "拼接（torch.cat）要求除第 2 维以外的各维大小都相同，但第 1 个张量在某一维上的大小是 1，应为 5"
+        "拼接（torch.cat）要求除 dim=2 以外的各维大小都相同，但列表中的第 2 个张量在某一维上的大小是 1，应为 5"
     )
     kept = torch.zeros(12, 2, dtype=torch.bool)
     index_put = _error_of(lambda: kept.__setitem__(torch.arange(24), torch.ones(24, dtype=torch.bool)))

@@ -262,7 +262,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_top_p, _unsorted_p, "要保留使累计概率达到 p 的那个词元"),
         (ex.check_cached_attention, _forgets_to_append, "追加进去"),
         (ex.check_cached_attention, _attends_then_appends, "最新的位置也要关注它自己"),
-        (ex.check_cached_attention, _wrong_dim(-1), "新的键和值是沿第 3 维拼接的"),
+        (ex.check_cached_attention, _wrong_dim(-1), "新的键和值是沿 dim=3 拼接的"),
         (ex.check_cached_attention, _unscaled, "要把分数除以 sqrt(d_k)"),
         (ex.check_cached_attention, _softmax_over_query, "要在键上做 softmax"),
         (ex.check_cached_attention, _only_newest, "之前的也要保留"),

@@ -286,7 +286,7 @@ def test_checkers_speak_chinese(number, capsys):
         (
             ex.check_gqa,
             _kv_heads_not_repeated,
-            "两个张量在第 1 维上的大小不一致，分别为 8 和 2，无法广播。查询有 8 个头",
+            "两个张量在 dim=1 上的大小不一致，分别为 8 和 2，无法广播。查询有 8 个头",
         ),
         (ex.check_gqa, _cycled, "要用 repeat_interleave"),
         (ex.check_gqa, _top_left, "就好像查询位于序列的开头"),

@@ -133,7 +133,7 @@ def explain_shape_error(error: BaseException) -> str:
     assignment through an index); any other error's own text."""
     text = str(error)
     if match := _SIZE_MISMATCH.search(text):
-        return f"两个张量在第 {match[3]} 维上的大小不一致，分别为 {match[1]} 和 {match[2]}，无法广播"
+        return f"两个张量在 dim={match[3]} 上的大小不一致，分别为 {match[1]} 和 {match[2]}，无法广播"
     if match := _MATMUL_MISMATCH.search(text):
         return f"矩阵乘法的形状 {match[1]} 与 {match[2]} 对不上：前者的列数应等于后者的行数"
     if match := _BAD_VIEW.search(text):
@@ -142,8 +142,8 @@ def explain_shape_error(error: BaseException) -> str:
         return f"赋给索引位置的值的形状是 {match[1]}，无法广播到索引选中部分的形状 {match[2]}"
     if match := _BAD_CAT.search(text):
         return (
-            f"拼接（torch.cat）要求除第 {match[1]} 维以外的各维大小都相同，"
-            f"但第 {match[4]} 个张量在某一维上的大小是 {match[3]}，应为 {match[2]}"
+            f"拼接（torch.cat）要求除 dim={match[1]} 以外的各维大小都相同，"
+            f"但列表中的第 {int(match[4]) + 1} 个张量在某一维上的大小是 {match[3]}，应为 {match[2]}"
         )
     return text
 

@@ -250,7 +250,7 @@ def _wrong_dimension_hint(dim: int) -> str:
     return tr(
         f"the new key and value were concatenated along dimension {dim}; the cache grows along the positions, "
         "dim=2 of (batch, heads, positions, d_k): torch.cat([cache_k, k], dim=2)",
-        f"新的键和值是沿第 {dim} 维拼接的；缓存沿位置增长，也就是 (batch, heads, positions, d_k) 的 dim=2："
+        f"新的键和值是沿 dim={dim} 拼接的；缓存沿位置增长，也就是 (batch, heads, positions, d_k) 的 dim=2："
         "torch.cat([cache_k, k], dim=2)",
     )
 

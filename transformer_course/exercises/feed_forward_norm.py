@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from ..core.layers import FeedForward
 from ._core import Exercise, ExerciseMistake, expect, expect_close, report, tr
 
-LAYER_NORM_CHANNELS_FIRST = Exercise("7.1", "LayerNorm with the features in dimension 1", "特征在第 1 维时的 LayerNorm")
+LAYER_NORM_CHANNELS_FIRST = Exercise("7.1", "LayerNorm with the features in dimension 1", "特征在 dim=1 时的 LayerNorm")
 RESIDUAL_BRANCH_INIT = Exercise("7.2", "a residual branch scaled for its depth", "按深度缩放残差分支")
 DEEPNORM_SUBLAYER = Exercise("7.3", "dropout in a DeepNorm sub-layer", "DeepNorm 子层中的 dropout")
 
@@ -84,7 +84,7 @@ def check_layer_norm_channels_first(layer_norm_channels_first: Callable[..., Ten
                         "here holds the n positions: give them shape (d, 1) (gamma[:, None]) so they follow dimension "
                         "1, the features, the dimension the mean and variance are taken over too",
                         "gamma 和 beta 的形状是 (d,)，广播会把它们与“最后”一维对齐，而这里最后一维放的是 n 个位置："
-                        "要把它们变成形状 (d, 1)（gamma[:, None]），让它们沿第 1 维排列，也就是特征维，"
+                        "要把它们变成形状 (d, 1)（gamma[:, None]），让它们沿 dim=1 排列，也就是特征维，"
                         "均值和方差也是在这一维上算的",
                     )
                 ) from None
@@ -113,7 +113,7 @@ def check_layer_norm_channels_first(layer_norm_channels_first: Callable[..., Ten
                         "you normalised each feature over the positions (the last dimension), which mixes positions "
                         "as BatchNorm does; LayerNorm normalises each position over its d features, here dimension 1",
                         "你让每个特征在所有位置上（最后一维）做了归一化，这会像 BatchNorm 那样把不同位置混在一起；"
-                        "LayerNorm 是让每个位置在它的 d 个特征上归一化，这里就是第 1 维",
+                        "LayerNorm 是让每个位置在它的 d 个特征上归一化，这里就是 dim=1",
                     )
                 )
             if _close(out, _ln_channels_first(x, gamma, beta, dim=1, unbiased=True)):

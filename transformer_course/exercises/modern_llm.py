@@ -210,7 +210,7 @@ def _check_gqa(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
                 f"The queries have {heads} heads and the keys and values {kv_heads}: repeat each key/value head "
                 f"{group} times along dim 1 (repeat_interleave, so that query head h meets kv head h // {group}) "
                 "before the product.",
-                f"查询有 {heads} 个头，键和值只有 {kv_heads} 个：先把每个键/值头沿第 1 维重复 {group} 次"
+                f"查询有 {heads} 个头，键和值只有 {kv_heads} 个：先把每个键/值头沿 dim=1 重复 {group} 次"
                 f"（用 repeat_interleave，让查询头 h 对上键/值头 h // {group}），再做乘积。",
             )
             if mistake is None:
