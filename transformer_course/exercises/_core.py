@@ -148,6 +148,11 @@ def explain_shape_error(error: BaseException) -> str:
     return text
 
 
+def is_index_assignment_mismatch(error: BaseException) -> bool:
+    """True for PyTorch's error when ``t[index] = value`` gets a value whose shape does not fit what index selects."""
+    return _BAD_INDEX_PUT.search(str(error)) is not None
+
+
 def crash_hint(error: BaseException, sizes: tuple[int, int], en: str, zh: str) -> ExerciseMistake | None:
     """A mistake with a hint when ``error`` is a broadcasting error between exactly the two sizes the likeliest
     slip produces (in either order), else None. ``sizes`` are those two sizes; ``en``/``zh`` the hint."""

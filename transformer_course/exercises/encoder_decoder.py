@@ -223,22 +223,19 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                     ),
                 ),
             )
-            for wrong, hint in slips:
-                if torch.allclose(out, wrong, atol=1e-5):
-                    raise ExerciseMistake(hint)
-            over_targets = (  # the softmax taken over the target positions (dim=-2), -inf or -1e9 fill
-                F.softmax(scaled.masked_fill(~src_mask[:, None], fill), -2) @ v for fill in (float("-inf"), -1e9)
+            over_targets = tr(
+                "take the softmax over the source positions, the last axis of the scores (dim=-1): each target "
+                "position's weights over the source must sum to 1; you normalised over the target positions (dim=-2)",
+                "softmax 要在源位置上做，也就是分数的最后一轴（dim=-1）：每个目标位置分给各源位置的权重之和"
+                "必须为 1；你是在目标位置这一轴（dim=-2）上归一化的",
             )
-            if any(torch.allclose(out, wrong, atol=1e-5, equal_nan=True) for wrong in over_targets):
-                raise ExerciseMistake(
-                    tr(
-                        "take the softmax over the source positions, the last axis of the scores (dim=-1): each "
-                        "target position's weights over the source must sum to 1; you normalised over the target "
-                        "positions (dim=-2)",
-                        "softmax 要在源位置上做，也就是分数的最后一轴（dim=-1）：每个目标位置分给各源位置的权重之和"
-                        "必须为 1；你是在目标位置这一轴（dim=-2）上归一化的",
-                    )
-                )
+            slips += tuple(  # the softmax over the target positions (dim=-2), with a -inf or a finite fill
+                (F.softmax(scaled.masked_fill(~src_mask[:, None], fill), -2) @ v, over_targets)
+                for fill in (float("-inf"), -1e9)
+            )
+            for wrong, hint in slips:
+                if torch.allclose(out, wrong, atol=1e-5, equal_nan=True):
+                    raise ExerciseMistake(hint)
             inverted = F.softmax(scaled.masked_fill(src_mask[:, None], float("-inf")), -1) @ v
             if torch.allclose(out, inverted, atol=1e-5, equal_nan=True) or bool(out[0].isnan().any()):
                 raise ExerciseMistake(

@@ -22,7 +22,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._core import Exercise, ExerciseMistake, expect, expect_tensor, explain_shape_error, report, tr
+from ._core import (
+    Exercise,
+    ExerciseMistake,
+    expect,
+    expect_tensor,
+    explain_shape_error,
+    is_index_assignment_mismatch,
+    report,
+    tr,
+)
 
 BALANCE_LOSS = Exercise("16.1", "the load-balancing loss", "负载均衡损失")
 PRIORITY_CAPACITY = Exercise("16.2", "capacity served by priority", "按优先级分配容量")
@@ -256,7 +265,7 @@ def _check_priority_capacity(fn: Callable[[Tensor, Tensor, int, int], Tensor]) -
         try:
             answer = fn(experts.clone(), gates.clone(), capacity, num_experts)
         except RuntimeError as error:
-            if "cannot be broadcast to indexing result" not in str(error):
+            if not is_index_assignment_mismatch(error):
                 raise
             raise ExerciseMistake(
                 tr(
