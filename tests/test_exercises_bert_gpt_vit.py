@@ -254,7 +254,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_span_corruption, _numbered_from_one, "从 0 开始编号"),
         (ex.check_span_corruption, _keeps_dropped_words, "并去掉被丢弃的词"),
         (ex.check_span_corruption, _extra_sentinel_first, "目标应为"),
-        (ex.check_segment_ids, _inclusive, "严格之前"),
+        (ex.check_segment_ids, _inclusive, "不算该位置本身"),
         (ex.check_segment_ids, _padding_not_zeroed, "要把 ids == pad_id 的位置设为 0"),
         (ex.check_segment_ids, lambda ids, s, p: segment_ids(ids, s, p).float(), "应是整数"),
         (ex.check_patchify, _plain_reshape, "直接 reshape"),

@@ -68,9 +68,14 @@ def test_pytorch_shape_errors_are_said_in_chinese():
     broadcast = _error_of(lambda: torch.ones(4, 8) * torch.ones(4))
     matmul = _error_of(lambda: torch.ones(4, 8) @ torch.ones(4, 8))
     view = _error_of(lambda: torch.ones(4, 8).view(3, 5))
+    batched = _error_of(lambda: torch.ones(2, 3, 1, 4) @ torch.ones(2, 3, 8, 1))
     assert explain_shape_error(broadcast) == "两个张量在 dim=1 上的大小不一致，分别为 8 和 4，无法广播"
     assert explain_shape_error(matmul) == "矩阵乘法的形状 4x8 与 4x8 对不上：前者的列数应等于后者的行数"
     assert explain_shape_error(view) == "32 个元素排不成形状 [3, 5]"
+    assert explain_shape_error(batched) == (
+        "批量矩阵乘法的形状对不上：把前面的维度合并成一个批次维后，第二个张量的前两维应为 [6, 4]，"
+        "实际是 [6, 8]（它的倒数第二维要等于第一个张量的最后一维）"
+    )
     cat = _error_of(lambda: torch.cat([torch.ones(2, 5, 8), torch.ones(2, 1, 6)], dim=-1))
     assert explain_shape_error(cat) == (
         "拼接（torch.cat）要求除 dim=2 以外的各维大小都相同，但列表中的第 2 个张量在某一维上的大小是 1，应为 5"

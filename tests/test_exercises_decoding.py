@@ -218,6 +218,29 @@ def test_cached_attention_checker_rejects_typical_mistakes(capsys):
         assert "Exercise 10.3" in out and "not yet" in out and hint in out, (wrong, out)
 
 
+def _transposed_keys(q, k, v, cache):
+    keys, values = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    weights = torch.softmax(q @ keys.T / math.sqrt(q.shape[-1]), dim=-1)  # the slip: .T on a 4-D tensor
+    return weights @ values, (keys, values)
+
+
+def _wrong_dim_after_the_first_step(q, k, v, cache):
+    if cache[0].shape[2] == 0:  # the first step special-cased, so torch.cat never complains
+        keys, values = k, v
+    else:
+        keys, values = torch.cat([cache[0], k], dim=-1), torch.cat([cache[1], v], dim=-1)
+    return _attend(q, keys, values), (keys, values)
+
+
+def test_cached_attention_checker_names_a_transposed_key_and_a_cache_grown_the_wrong_way(capsys):
+    assert not ex.check_cached_attention(_transposed_keys)
+    out = capsys.readouterr().out
+    assert "If you wrote keys.T" in out and "keys.transpose(-2, -1)" in out, out
+    assert not ex.check_cached_attention(_wrong_dim_after_the_first_step)
+    out = capsys.readouterr().out
+    assert "Step 1: the keys no longer line up" in out and "dim=2" in out, out
+
+
 def test_cached_attention_checker_reports_other_crashes(capsys):
     def crashes(q, k, v, cache):
         raise RuntimeError("something else")
@@ -267,6 +290,8 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_cached_attention, _softmax_over_query, "要在键上做 softmax"),
         (ex.check_cached_attention, _only_newest, "之前的也要保留"),
         (ex.check_cached_attention, _new_first, "旧的在前"),
+        (ex.check_cached_attention, _transposed_keys, "如果你写的是 keys.T"),
+        (ex.check_cached_attention, _wrong_dim_after_the_first_step, "缓存要沿位置增长"),
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):

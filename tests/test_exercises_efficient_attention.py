@@ -329,7 +329,7 @@ def test_checkers_speak_chinese(number, capsys):
     "check, wrong, hint",
     [
         (ex.check_longformer_mask, _narrow, "窗口窄了一格"),
-        (ex.check_longformer_mask, _rows_only, "“被”每个词元看到"),
+        (ex.check_longformer_mask, _rows_only, "每个词元也必须能看到全局词元"),
         (ex.check_longformer_mask, _one_sided, "窗口是双向的"),
         (ex.check_longformer_mask, _no_global, "缺少全局词元"),
         (ex.check_online_softmax_merge, _acc_factor_not_broadcast, "无法广播。acc 比 m 和 l 多一维"),

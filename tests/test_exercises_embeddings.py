@@ -122,6 +122,15 @@ def _context_factor_minus_sigmoid(v, u_o, u_n):
     return -torch.sigmoid(pos) * u_o + away
 
 
+def _context_factor_sigmoid(v, u_o, u_n):
+    pos, _, _, away = _parts(v, u_o, u_n)
+    return torch.sigmoid(pos) * u_o + away
+
+
+def _batch_average_in_every_row(v, u_o, u_n):
+    return _autograd(v, u_o, u_n).mean(0, keepdim=True).expand_as(v)
+
+
 def _no_noise(v, u_o, u_n):
     return _parts(v, u_o, u_n)[2]
 
@@ -143,6 +152,8 @@ GRADIENT_MISTAKES = {
     "minus of -s dropped on the noise term": (_minus_dropped, "drops the minus"),
     "sigmoid(s) and 1 - sigmoid(s) swapped": (_sigmoids_swapped, "You swapped sigmoid(s) and 1 - sigmoid(s)"),
     "context factor -sigmoid(s)": (_context_factor_minus_sigmoid, "not -sigmoid(s)"),
+    "context factor sigmoid(s)": (_context_factor_sigmoid, "the -1 is missing"),
+    "the batch's average in every row": (_batch_average_in_every_row, "the batch's average"),
     "no noise words": (_no_noise, "Add the noise words"),
     "noise terms subtracted": (_noise_subtracted, "should be added, not subtracted"),
     "mean over noise words": (_mean_over_noise, "do not average"),
@@ -242,6 +253,8 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_sgns_center_gradient, _context_factor_minus_sigmoid, "而不是 -sigmoid(s)"),
         (ex.check_sgns_center_gradient, _noise_subtracted, "噪声词的项应该加上，而不是减去"),
         (ex.check_sgns_center_gradient, _no_noise, "要加上噪声词的项"),
+        (ex.check_sgns_center_gradient, _context_factor_sigmoid, "你漏掉了减 1"),
+        (ex.check_sgns_center_gradient, _batch_average_in_every_row, "每一行都是同一个梯度"),
         (ex.check_sgns_center_gradient, _mean_over_noise, "而不是求平均"),
         (ex.check_nearest_words, _by_dot, "要按余弦相似度排序"),
         (ex.check_nearest_words, _with_self, "要把查询词本身排除在外"),

@@ -227,7 +227,7 @@ def test_checkers_speak_chinese(number, capsys):
         (
             ex.check_causal_additive_mask,
             lambda q, k: _filled(q, k, _INF, diagonal=1),
-            "把查询当成了“最前面”的 2 个位置",
+            "把查询当成了最前面的 2 个位置",
         ),
         (ex.check_causal_additive_mask, lambda q, k: _filled(q, k, _INF, transpose=True), "转置了"),
         (ex.check_causal_additive_mask, lambda q, k: _filled(q, k, _INF, diagonal=k - q), "屏蔽了查询自己的位置"),

@@ -250,7 +250,7 @@ def test_checkers_speak_chinese(number, capsys):
 @pytest.mark.parametrize(
     "check, wrong, hint",
     [
-        (ex.check_remove_head, _edit(lambda m, b: m.w_o.weight[b].zero_()), "你清零的是 w_o.weight 的“行”"),
+        (ex.check_remove_head, _edit(lambda m, b: m.w_o.weight[b].zero_()), "你清零的是 w_o.weight 的行"),
         (ex.check_remove_head, _edit(lambda m, b: m.w_v.weight[b].zero_()), "却没有清零它们的偏置"),
         (ex.check_remove_head, _edit(lambda m, b: m.w_o.weight[:, b].zero_(), copy_first=False), "要修改它的副本"),
         (ex.check_remove_head, lambda mha, head: copy.deepcopy(mha), "输出仍和原来一样"),

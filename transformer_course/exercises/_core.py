@@ -111,6 +111,9 @@ _SIZE_MISMATCH = re.compile(
     r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (-?\d+)"
 )
 _MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+x\d+) and (\d+x\d+)\)")
+_BATCHED_MATMUL_MISMATCH = re.compile(
+    r"Expected size for first two dimensions of batch2 tensor to be: (\[[^\]]*\]) but got: (\[[^\]]*\])"
+)
 _BAD_VIEW = re.compile(r"shape '(\[[^\]]*\])' is invalid for input of size (\d+)")
 _BAD_INDEX_PUT = re.compile(
     r"shape mismatch: value tensor of shape (\[[^\]]*\]) cannot be broadcast to indexing result of shape (\[[^\]]*\])"
@@ -129,13 +132,18 @@ def mismatched_sizes(error: BaseException) -> tuple[int, int] | None:
 
 
 def explain_shape_error(error: BaseException) -> str:
-    """PyTorch's commonest shape errors said in Chinese (broadcasting, matrix product, view, concatenation,
-    assignment through an index); any other error's own text."""
+    """PyTorch's commonest shape errors said in Chinese (broadcasting, matrix product, batched matrix product, view,
+    concatenation, assignment through an index); any other error's own text."""
     text = str(error)
     if match := _SIZE_MISMATCH.search(text):
         return f"两个张量在 dim={match[3]} 上的大小不一致，分别为 {match[1]} 和 {match[2]}，无法广播"
     if match := _MATMUL_MISMATCH.search(text):
         return f"矩阵乘法的形状 {match[1]} 与 {match[2]} 对不上：前者的列数应等于后者的行数"
+    if match := _BATCHED_MATMUL_MISMATCH.search(text):
+        return (
+            f"批量矩阵乘法的形状对不上：把前面的维度合并成一个批次维后，第二个张量的前两维应为 {match[1]}，"
+            f"实际是 {match[2]}（它的倒数第二维要等于第一个张量的最后一维）"
+        )
     if match := _BAD_VIEW.search(text):
         return f"{match[2]} 个元素排不成形状 {match[1]}"
     if match := _BAD_INDEX_PUT.search(text):
@@ -146,6 +154,11 @@ def explain_shape_error(error: BaseException) -> str:
             f"但列表中的第 {int(match[4]) + 1} 个张量在某一维上的大小是 {match[3]}，应为 {match[2]}"
         )
     return text
+
+
+def is_batched_matmul_mismatch(error: BaseException) -> bool:
+    """True for PyTorch's error when a batched ``a @ b`` gets a ``b`` whose rows do not match ``a``'s columns."""
+    return _BATCHED_MATMUL_MISMATCH.search(str(error)) is not None
 
 
 def is_index_assignment_mismatch(error: BaseException) -> bool:

@@ -434,7 +434,7 @@ def _check_query_edit(fn: Callable[[Tensor], Tensor]) -> None:
                 "a = entry / sqrt(3) gets the weight e^a / (e^a + 6), so a must exceed ln 6 = 1.79.",
                 f"'ate' 分给 'apple' 的权重是 {ate_apple:.2f}，{more}没有超过一半。'ate' 只有特征“{action}”，"
                 f"所以它的查询就是 W_Q 的“{action}”这一行。其余六个分数都是 0。设这一行中相应的元素为 w，"
-                "缩放后的分数 a = w / sqrt(3) 得到的权重是 e^a / (e^a + 6)，所以 a 必须大于 ln 6 = 1.79。",
+                "则缩放后的分数为 a = w / sqrt(3)，对应的权重为 e^a / (e^a + 6)，所以 a 必须大于 ln 6 = 1.79。",
             )
         )
     if abs(he_ming - he_apple) >= 0.01:

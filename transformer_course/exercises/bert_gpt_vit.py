@@ -97,7 +97,7 @@ def _span_mistakes(words: list[str], dropped: list[bool]) -> dict[str, tuple[lis
     return {
         tr(
             "consecutive dropped words form ONE span and share one sentinel; you gave every dropped word its own",
-            "连续被丢弃的词构成“一个”片段，共用一个哨兵词元；你却给每个被丢弃的词各配了一个",
+            "连续被丢弃的几个词合起来只算一个片段，共用一个哨兵词元；你却给每个被丢弃的词各配了一个",
         ): (per_word_source, per_word_target),
         tr(
             "the target ends with one more sentinel after the last span (it marks where that span ends)",
@@ -195,12 +195,12 @@ def _segment_mistakes(ids: Tensor) -> dict[str, Tensor]:
         tr(
             "the first [SEP] closes segment A, so it belongs to segment 0; count the [SEP]s strictly BEFORE each "
             "position (subtract the position's own)",
-            "第一个 [SEP] 是分段 A 的结尾，所以它属于分段 0；要数每个位置“严格之前”的 [SEP]（减去该位置自己的那个）",
+            "第一个 [SEP] 是分段 A 的结尾，所以它属于分段 0；只数每个位置之前的 [SEP]，不算该位置本身",
         ): inclusive.clamp(max=1).masked_fill(ids == PAD_ID, 0),
         tr(
             "the first [SEP] closes segment A, so it belongs to segment 0: count the [SEP]s strictly BEFORE each "
             "position (subtract the position's own); and the padding must get segment 0 (set ids == pad_id to 0)",
-            "第一个 [SEP] 是分段 A 的结尾，所以它属于分段 0：要数每个位置“严格之前”的 [SEP]（减去该位置自己的那个）；"
+            "第一个 [SEP] 是分段 A 的结尾，所以它属于分段 0：只数每个位置之前的 [SEP]，不算该位置本身；"
             "另外，填充必须属于分段 0（把 ids == pad_id 的位置设为 0）",
         ): inclusive.clamp(max=1),
         tr(

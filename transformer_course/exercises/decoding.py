@@ -19,7 +19,17 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._core import Exercise, ExerciseMistake, expect, expect_tensor, explain_shape_error, report, tr
+from ._core import (
+    Exercise,
+    ExerciseMistake,
+    crash_hint,
+    expect,
+    expect_tensor,
+    explain_shape_error,
+    is_batched_matmul_mismatch,
+    report,
+    tr,
+)
 
 TOP_K = Exercise("10.1", "top-k filtering", "top-k 过滤")
 TOP_P = Exercise("10.2", "top-p / nucleus filtering", "top-p / 核过滤")
@@ -271,6 +281,28 @@ def _check_cached_attention(fn: Callable[[Tensor, Tensor, Tensor, Cache], tuple[
                 raise ExerciseMistake(
                     tr(f"step {t}: {hint}. ({error})", f"第 {t} 步：{hint}。出错的地方：{explain_shape_error(error)}。")
                 ) from error
+            if t > 0 and is_batched_matmul_mismatch(error):  # step 0 worked, so the cache grew the wrong way
+                raise ExerciseMistake(
+                    tr(
+                        f"step {t}: the keys no longer line up with the query; the cache must grow along the "
+                        "positions, dim=2 of (batch, heads, positions, d_k): torch.cat([cache_k, k], dim=2). "
+                        f"({error})",
+                        f"第 {t} 步：键和查询的形状对不上了；缓存要沿位置增长，"
+                        "也就是 (batch, heads, positions, d_k) 的 dim=2：torch.cat([cache_k, k], dim=2)。"
+                        f"出错的地方：{explain_shape_error(error)}。",
+                    )
+                ) from error
+            # keys.T on (batch, heads, t + 1, d_k) reverses all four dimensions, so batch (2) meets d_k (4)
+            transposed = crash_hint(
+                error,
+                (BATCH, D_K),
+                "If you wrote keys.T: .T reverses all four dimensions of (batch, heads, positions, d_k). Swap only "
+                "the last two: keys.transpose(-2, -1) (or keys.mT)",
+                "如果你写的是 keys.T：.T 会把 (batch, heads, positions, d_k) 的四个维度全部反转。"
+                "只交换最后两个维度：keys.transpose(-2, -1)（或 keys.mT）",
+            )
+            if transposed is not None:
+                raise transposed from error
             raise
         type_name = type(result).__name__
         expect(

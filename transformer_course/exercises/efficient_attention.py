@@ -56,14 +56,14 @@ def _mask_mistakes(length: int, window: int, global_positions: Sequence[int]) ->
         (
             tr(
                 "global tokens must also be *seen* by every token: set their columns, not only their rows",
-                "全局词元还必须能“被”每个词元看到，所以要设置它们的列，而不只是它们的行",
+                "每个词元也必须能看到全局词元，所以除了它们的行，还要设置它们的列",
             ),
             (offset.abs() <= window) | is_global[:, None],
         ),
         (
             tr(
                 "global tokens must also *see* every token: set their rows, not only their columns",
-                "全局词元还必须能“看到”每个词元，所以要设置它们的行，而不只是它们的列",
+                "全局词元自己也必须能看到每个词元，所以除了它们的列，还要设置它们的行",
             ),
             (offset.abs() <= window) | is_global[None, :],
         ),
@@ -367,7 +367,7 @@ def _check_step(fn: Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Step]) ->
         v = torch.randn(n, d, generator=generator)
         what = tr(
             f"your steps over {n} token{'s' if n > 1 else ''} ({m} features, values of size {d})",
-            f"在 {n} 个词元上逐步计算（{m} 个特征，值的大小为 {d}）时",
+            f"在 {n} 个词元上逐步计算（{m} 个特征，值的维度为 {d}）时",
         )
         s, z = torch.zeros(m, d), torch.zeros(m)
         outputs = []

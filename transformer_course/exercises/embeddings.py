@@ -146,6 +146,15 @@ def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) 
             ),
         ),
         (
+            torch.sigmoid(pos) * u_o + away,
+            tr(
+                "the true context word's factor is sigmoid(s_o) - 1, not sigmoid(s_o): the -1 is missing "
+                "(d/ds [-log sigmoid(s)] = sigmoid(s) - 1).",
+                "真实上下文词的系数是 sigmoid(s_o) - 1，而不是 sigmoid(s_o)：你漏掉了减 1"
+                "（d/ds [-log sigmoid(s)] = sigmoid(s) - 1）。",
+            ),
+        ),
+        (
             -torch.sigmoid(pos) * u_o + away,
             tr(
                 "the true context word's factor is d/ds [-log sigmoid(s)] = -(1 - sigmoid(s)) = sigmoid(s) - 1, not "
@@ -201,6 +210,13 @@ def _check_sgns_center_gradient(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) 
             tr(
                 "return each pair's own gradient, not the gradient of the batch mean: do not divide by the batch size.",
                 "要返回每个词对自己的梯度，而不是批次平均损失的梯度：不要除以批次大小。",
+            ),
+        ),
+        (
+            expected.mean(0, keepdim=True).expand_as(expected),
+            tr(
+                "every row holds the same gradient, the batch's average: row b must be pair b's own gradient.",
+                "每一行都是同一个梯度，即整个批次的平均：第 b 行应是第 b 个词对自己的梯度。",
             ),
         ),
         (

@@ -323,7 +323,7 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                 ),
                 -v * d: tr(
                     "with tied weights the output matrix IS the embedding table: count it once",
-                    "权重绑定时，输出矩阵“就是”嵌入表，只算一次",
+                    "权重绑定时，输出矩阵与嵌入表是同一个矩阵，只算一次",
                 ),
                 v * d: tr(
                     "the shared embedding table (vocab_size x d_model) is missing",

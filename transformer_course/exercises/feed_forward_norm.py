@@ -83,7 +83,7 @@ def check_layer_norm_channels_first(layer_norm_channels_first: Callable[..., Ten
                         "gamma and beta have shape (d,), and broadcasting lines them up with the LAST dimension, which "
                         "here holds the n positions: give them shape (d, 1) (gamma[:, None]) so they follow dimension "
                         "1, the features, the dimension the mean and variance are taken over too",
-                        "gamma 和 beta 的形状是 (d,)，广播会把它们与“最后”一维对齐，而这里最后一维放的是 n 个位置："
+                        "gamma 和 beta 的形状是 (d,)，广播会把它们与最后一维对齐，而这里最后一维放的是 n 个位置："
                         "要把它们变成形状 (d, 1)（gamma[:, None]），让它们沿 dim=1 排列，也就是特征维，"
                         "均值和方差也是在这一维上算的",
                     )
@@ -265,7 +265,7 @@ def check_residual_branch_init(init_residual_branch_: Callable[[FeedForward, int
                         "depth twice. The variance scales with the square of the weights: scale ONE layer's weights "
                         "by 1/sqrt(depth) (not by 1/depth, and not both layers)",
                         f"深度为 {depth} 时，比值约为 1/depth^2（{ratio:.2g}）：你把方差除了两次 depth。"
-                        "方差随权重的平方变化：只把“一个”层的权重乘以 1/sqrt(depth)（不是乘以 1/depth，"
+                        "方差随权重的平方变化：只把其中一层的权重乘以 1/sqrt(depth)（不是乘以 1/depth，"
                         "也不是两层都乘）。",
                     )
                 )

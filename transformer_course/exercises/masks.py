@@ -115,8 +115,7 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
                 tr(
                     f"{label} is transposed: row i is the query, so -inf belongs ABOVE the diagonal "
                     "(j > i, the future), 0 on and below it.",
-                    f"{label} 转置了：第 i 行是查询，所以 -inf 应在对角线的“上方”（j > i，即未来），"
-                    "对角线上及其下方为 0。",
+                    f"{label} 转置了：第 i 行是查询，所以 -inf 应在对角线上方（j > i，即未来），对角线上及其下方为 0。",
                 )
             )
         if o.numel() > 1 and o.isinf().all():
@@ -132,9 +131,9 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
                     f"{label} treats the queries as the FIRST {len_q} positions. They are the LAST {len_q} of "
                     f"{len_k}: query row i sits at position {row_pos} and may see every key up to that one. Shift the "
                     "diagonal: torch.triu(..., diagonal=...) takes it as an argument.",
-                    f"{label} 把查询当成了“最前面”的 {len_q} 个位置。它们其实是 {len_k} 个位置中“最后”的 "
+                    f"{label} 把查询当成了最前面的 {len_q} 个位置。它们其实是 {len_k} 个位置中最后的 "
                     f"{len_q} 个：查询行 i 位于位置 {row_pos}，可以看到直到这个位置为止的每一个键。"
-                    "要移动对角线：torch.triu(..., diagonal=...) 可以通过参数指定它。",
+                    "要把对角线右移：torch.triu(..., diagonal=...) 的 diagonal 参数就是做这个的。",
                 )
             )
         if torch.equal(o.isinf(), ~expected.isinf()):
@@ -358,7 +357,7 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
                 raise ExerciseMistake(
                     tr(
                         f"{label} use the inverted mask: True means MAY attend.",
-                        f"{label}用的是反过来的掩码：True 表示“可以”关注。",
+                        f"{label}用的是反过来的掩码：这里 True 表示可以关注。",
                     )
                 )
             raise ExerciseMistake(
@@ -373,7 +372,7 @@ def _check_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
                 tr(
                     f"{label}: rows with visible keys do not sum to 1. Mask the scores (with -inf) BEFORE the "
                     "softmax, over the last dim; zeroing weights after it leaves rows that sum to less than 1.",
-                    f"{label}：有可见键的行之和不为 1。要在 softmax（在最后一维上做）“之前”用 -inf 屏蔽分数；"
+                    f"{label}：有可见键的行之和不为 1。要在 softmax（在最后一维上做）之前，先用 -inf 屏蔽分数；"
                     "在 softmax 之后再把权重清零，会让行之和小于 1。",
                 )
             )

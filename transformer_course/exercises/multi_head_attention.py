@@ -127,8 +127,8 @@ def _remove_head_slips() -> list[tuple[Callable[[MultiHeadAttention, slice], Non
                 "you zeroed ROWS of w_o.weight. nn.Linear stores its weight as (out, in), so a row is one output "
                 "feature; head i's block is the input features i*d_k ... (i+1)*d_k - 1, the COLUMNS: "
                 "w_o.weight[:, block].",
-                "你清零的是 w_o.weight 的“行”。nn.Linear 按 (out, in) 存储权重，所以一行是一个输出特征；"
-                "i 号头的块是输入特征 i*d_k ... (i+1)*d_k - 1，也就是“列”：w_o.weight[:, block]。",
+                "你清零的是 w_o.weight 的行。nn.Linear 按 (out, in) 存储权重，所以一行是一个输出特征；"
+                "i 号头的块是输入特征 i*d_k ... (i+1)*d_k - 1，对应的是列：w_o.weight[:, block]。",
             ),
         ),
         (
@@ -137,7 +137,7 @@ def _remove_head_slips() -> list[tuple[Callable[[MultiHeadAttention, slice], Non
                 "you switched off the head's queries. Its scores are then all 0, so it attends UNIFORMLY and still "
                 "writes the average of its values into the output. Remove what the head writes (its block of W_O), "
                 "not what it asks.",
-                "你关闭的是这个头的查询。这样它的分数全是 0，于是它会“均匀地”关注，仍把它的值的平均写进输出。"
+                "你关闭的是这个头的查询。这样它的分数全是 0，于是它会均匀地关注所有键，仍把它的值的平均写进输出。"
                 "要去掉的是这个头写出的东西（它在 W_O 中的块），而不是它提出的查询。",
             ),
         ),
@@ -157,7 +157,7 @@ def _remove_head_slips() -> list[tuple[Callable[[MultiHeadAttention, slice], Non
                 "you switched off the head's keys. Its scores are then all 0, so it attends UNIFORMLY and still "
                 "writes the average of its values. Remove what the head writes (its block of W_O), not what it is "
                 "matched against.",
-                "你关闭的是这个头的键。这样它的分数全是 0，于是它会“均匀地”关注，仍写出它的值的平均。"
+                "你关闭的是这个头的键。这样它的分数全是 0，于是它会均匀地关注所有键，仍写出它的值的平均。"
                 "要去掉的是这个头写出的东西（它在 W_O 中的块），而不是与它匹配的键。",
             ),
         ),
@@ -428,7 +428,7 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
             tr(
                 "scale by sqrt(d_k) of ONE head (w_q.shape[1] // num_heads), not by the square root of all heads' "
                 "query width together.",
-                "要用“一个”头的 sqrt(d_k)（w_q.shape[1] // num_heads）缩放，而不是所有头的查询宽度之和的平方根。",
+                "要用单个头的 sqrt(d_k)（w_q.shape[1] // num_heads）缩放，而不是所有头的查询宽度之和的平方根。",
             ),
         ),
         (

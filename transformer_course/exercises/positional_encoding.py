@@ -101,7 +101,7 @@ def _misreadings(row: Tensor) -> dict[str, int]:
         ): round(torch.atan2(cos_last, sin_last).item() / omega[-1].item()),
         tr(
             "that is the pair's angle in radians, pos * omega_i: divide it by the pair's frequency omega_i",
-            "这是这一对以弧度表示的角度 pos * omega_i：还要除以这一对的频率 omega_i",
+            "你返回的是这一对以弧度表示的角度 pos * omega_i：还要除以这一对的频率 omega_i",
         ): round(torch.atan2(sin_last, cos_last).item()),
     }
 

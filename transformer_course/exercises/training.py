@@ -143,27 +143,27 @@ def _check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> 
                 "the <pad> column of q must be 0: <pad> is never a right answer, so only the V - 2 classes that "
                 "are neither the target nor <pad> share eps.",
                 "q 的 <pad> 列必须为 0：<pad> 永远不是正确答案，所以 eps 只由既不是目标"
-                "也不是 <pad> 的 V - 2 个类平分。",
+                "也不是 <pad> 的 V - 2 个类别平分。",
             )
             q_torch = (1 - eps) * F.one_hot(target, vocab).double() + eps / vocab
             wrong[_kl_variant(logits, target, q_torch, real, real.sum())] = tr(
                 "that is PyTorch's convention (eps/V on every class); here the target gets exactly 1 - eps, <pad> 0 "
                 "and every other class eps/(V-2).",
-                "这是 PyTorch 的约定（每个类都得到 eps/V）；这里目标恰好得到 1 - eps，<pad> 得到 0，"
-                "其余每个类得到 eps/(V-2)。",
+                "这是 PyTorch 的约定（每个类别都得到 eps/V）；这里目标恰好得到 1 - eps，<pad> 得到 0，"
+                "其余每个类别得到 eps/(V-2)。",
             )
             q_others = (1 - eps) * F.one_hot(target, vocab).double()
             q_others = q_others + eps / (vocab - 1) * (1 - F.one_hot(target, vocab).double())
             wrong[_kl_variant(logits, target, q_others, real, real.sum())] = tr(
                 "that spreads eps over V - 1 classes; with the <pad> column at 0, V - 2 classes share it.",
-                "这是把 eps 分给了 V - 1 个类；<pad> 列为 0 时，平分它的是 V - 2 个类。",
+                "这是把 eps 分给了 V - 1 个类别；<pad> 列为 0 时，平分它的是 V - 2 个类别。",
             )
             q_short = torch.full_like(q, eps / (vocab - 1)).scatter(-1, target.unsqueeze(-1), 1 - eps)
             q_short[..., 0] = 0.0
             wrong[_kl_variant(logits, target, q_short, real, real.sum())] = tr(
                 "with the <pad> column at 0, eps/(V-1) on the other classes leaves q summing to less than 1: "
                 "only V - 2 classes (neither the target nor <pad>) share eps, eps/(V-2) each",
-                "<pad> 列为 0 时，其他类各得 eps/(V-1) 会让 q 之和小于 1：只有 V - 2 个类（既不是目标也不是 <pad>）"
+                "<pad> 列为 0 时，其他类别各得 eps/(V-1) 会让 q 之和小于 1：只有 V - 2 个类别（既不是目标也不是 <pad>）"
                 "平分 eps，每个得到 eps/(V-2)。",
             )
             flat_logits, flat_target = logits.flatten(0, 1), target.flatten()
@@ -172,7 +172,7 @@ def _check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> 
                 "that is F.cross_entropy(..., label_smoothing=eps) as in section 4: PyTorch's convention (eps/V on "
                 "every class) and a cross-entropy, not a KL divergence; build the Annotated Transformer's q "
                 "yourself and take sum q (log q - log p)",
-                "这是第 4 节里的 F.cross_entropy(..., label_smoothing=eps)：它用的是 PyTorch 的约定（每个类 eps/V），"
+                "这是第 4 节里的 F.cross_entropy(..., label_smoothing=eps)：它用的是 PyTorch 的约定（每个类别 eps/V），"
                 "而且是交叉熵，不是 KL 散度；要自己构造 Annotated Transformer 的 q，再求 sum q (log q - log p)。",
             )
         q_rows = q * real.unsqueeze(-1)  # the pad rows zeroed, as the Annotated Transformer does
@@ -183,7 +183,7 @@ def _check_smoothed_loss(fn: Callable[[Tensor, Tensor, float, int], Tensor]) -> 
             wrong[_kl_variant(logits, target, q_rows, every, count)] = tr(
                 f'F.kl_div(..., reduction="mean") divides by every element ({how} x V classes), not by the number '
                 'of tokens: use reduction="sum" and divide by the number of real tokens',
-                f'F.kl_div(..., reduction="mean") 除以的是元素总数（{how_zh} x V 个类），而不是词元的个数：'
+                f'F.kl_div(..., reduction="mean") 除以的是元素总数（{how_zh} x V 个类别），而不是词元的个数：'
                 '要用 reduction="sum"，再除以真实词元的个数',
             )
         wrong[_kl_variant(logits, target, q_rows, every, target.shape[0])] = tr(
@@ -325,7 +325,7 @@ def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
                     "without a tensor or a loop over the classes: the V - 2 classes that share eps all have the same "
                     "q, so their terms add up to one expression",
                     f"{case}：你的代码抛出了 {name}；要把下限写成关于 V 和 eps 的公式，不用张量，也不对类做循环。"
-                    "共同分到 eps 的 V - 2 个类的 q 都相同，它们的项可以合成一个表达式",
+                    "共同分到 eps 的 V - 2 个类别的 q 都相同，它们的项可以合成一个表达式",
                 )
             ) from None
         try:
@@ -348,13 +348,14 @@ def _check_annotated_floor(fn: Callable[[int, float], float]) -> None:
                 "that is the floor of PyTorch's convention (eps/V on every class, the target included); here the "
                 "target gets exactly 1 - eps and eps is shared by the V - 2 classes that are neither the target "
                 "nor <pad>.",
-                "这是 PyTorch 约定下的下限（每个类都得到 eps/V，目标也不例外）；这里目标恰好得到 1 - eps，"
-                "eps 由既不是目标也不是 <pad> 的 V - 2 个类平分。",
+                "这是 PyTorch 约定下的下限（每个类别都得到 eps/V，目标也不例外）；这里目标恰好得到 1 - eps，"
+                "eps 由既不是目标也不是 <pad> 的 V - 2 个类别平分。",
             ),
             _entropy([(1 - eps, 1), (eps / (vocab - 1), vocab - 1)]): tr(
                 "that spreads eps over V - 1 classes; the Annotated Transformer also gives the <pad> column 0, "
                 "so V - 2 classes share eps.",
-                "这是把 eps 分给了 V - 1 个类；Annotated Transformer 还让 <pad> 列为 0，所以平分 eps 的是 V - 2 个类。",
+                "这是把 eps 分给了 V - 1 个类别；Annotated Transformer 还让 <pad> 列为 0，"
+                "所以平分 eps 的是 V - 2 个类别。",
             ),
             -eps * math.log(eps / (vocab - 2)): tr(
                 "the target class is in q too: add its term -(1 - eps) log(1 - eps).",
