@@ -133,7 +133,7 @@ def _check_causal(fn: Callable[[int, int], Tensor]) -> None:
                     "diagonal: torch.triu(..., diagonal=...) takes it as an argument.",
                     f"{label} 把查询当成了最前面的 {len_q} 个位置。它们其实是 {len_k} 个位置中最后的 "
                     f"{len_q} 个：查询行 i 位于位置 {row_pos}，可以看到直到这个位置为止的每一个键。"
-                    "要把对角线右移：torch.triu(..., diagonal=...) 的 diagonal 参数就是做这个的。",
+                    "要把对角线右移，用 torch.triu(..., diagonal=...) 的 diagonal 参数。",
                 )
             )
         if torch.equal(o.isinf(), ~expected.isinf()):
