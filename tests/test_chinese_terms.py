@@ -217,3 +217,44 @@ def test_the_title_is_chinese_without_an_english_subtitle(path):
     title = TITLE.search(path.read_text(encoding="utf-8"))
     assert title, f"{path.name} has no title '# NN · 中文标题'"
     assert not re.search(r"（[A-Za-z][^）]*）$", title["zh"]), f"{path.name}: English in the title: {title[0]}"
+
+
+# Chinese is never set in italics: CJK fonts have no italic, so a browser slants the characters, and d2l-zh marks a
+# term at its definition in bold. An italic span is one `*...*` or `_..._` (not `**`) that holds a Chinese character;
+# math and inline code are blanked first, since `*` there is multiplication.
+ITALIC_CHINESE = re.compile(
+    r"(?<![*\\A-Za-z0-9])([*_])(?![*_\s])([^*_\n]*?[\u4e00-\u9fff][^*_\n]*?)(?<![\s*_])\1(?![*_A-Za-z0-9])"
+)
+MATH_AND_CODE = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|`[^`\n]*`", re.DOTALL)
+# The instructor guide cites a notebook's heading as "§ *heading*", the form tools/guide_numbers.py reads.
+HEADING_REFERENCE = re.compile(r"§ \*[^*\n]+\*")
+MARKDOWN_ENTRY = re.compile(r"<!-- cell [^>]*-->\n(.*?)(?=<!-- (?:cell|code) |\Z)", re.DOTALL)
+
+
+def italic_chinese(markdown: str) -> list[str]:
+    """The italic spans that hold Chinese in ``markdown``, e.g. ["*之间*"]."""
+    text = HEADING_REFERENCE.sub(" ", MATH_AND_CODE.sub(" ", markdown))
+    return [match[0] for match in ITALIC_CHINESE.finditer(text)]
+
+
+@pytest.mark.parametrize(
+    "text, spans",
+    [
+        ("注意力在位置*之间*混合信息", ["*之间*"]),
+        ("称为_暴露偏差_。", ["_暴露偏差_"]),
+        ("**教师强制**（teacher forcing）", []),
+        ("*bank* 有两个含义", []),
+        ("$a * b$ 与 `x*y` 中的 *号", []),
+        ("**演示** 07 § *四种堆叠*", []),
+    ],
+)
+def test_italic_chinese_is_found_and_bold_math_code_and_latin_are_not(text, spans):
+    assert italic_chinese(text) == spans
+
+
+@pytest.mark.parametrize("path", [*CATALOGUES, *HAND_WRITTEN], ids=lambda p: p.name)
+def test_no_chinese_is_set_in_italics(path):
+    text = path.read_text(encoding="utf-8")
+    markdown = "\n".join(MARKDOWN_ENTRY.findall(text)) if path in CATALOGUES else text
+    found = italic_chinese(markdown)
+    assert not found, f"{path.name}: Chinese in italics (use bold for a term, wording for emphasis): {found}"

@@ -80,7 +80,7 @@ ZH_MISTAKES = {
     "queries and keys swapped": "你把最后两个轴交换了",
     "self-attention on the target": "你给出的是自注意力的形状",
     "no heads axis": "缺少头这个轴",
-    "the output's shape": "你的形状里含有向量宽度",
+    "the output's shape": "你的形状里含有向量的维度",
     "a list": "形状应以整数元组的形式返回，而你返回的是 list",
     "heads first": "而交叉注意力权重的形状应为 (B, h, n_q, n_k)",
 }

@@ -265,7 +265,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_multi_head_attention, _direct_view_split_only, "（合并那一步是对的）"),
         (ex.check_multi_head_attention, _merge_without_transpose, "reshape 陷阱反过来的情形"),
         (ex.check_multi_head_attention, _view_after_transpose, "不再连续"),
-        (ex.check_multi_head_attention, _square_heads, "这里一个头的宽度并不是 d_model / num_heads"),
+        (ex.check_multi_head_attention, _square_heads, "这里一个头的维度并不是 d_model / num_heads"),
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):

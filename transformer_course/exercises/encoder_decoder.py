@@ -201,7 +201,7 @@ def check_cross_attention(cross_attention: Callable[..., Tensor]) -> bool:
                         f"you divided the scores by sqrt(d_model) = sqrt({y.shape[-1]}); divide by sqrt(d_k) = "
                         f"sqrt({q.shape[-1]}), the width of the queries and keys after projection",
                         f"你把分数除以了 sqrt(d_model) = sqrt({y.shape[-1]})；应除以 sqrt(d_k) = sqrt({q.shape[-1]})，"
-                        "即投影之后查询和键的宽度",
+                        "即投影之后查询和键的维度",
                     ),
                 ),
                 (

@@ -67,8 +67,8 @@ def _check(fn: Callable[[TransformerConfig, int, int, int], tuple[int, ...]]) ->
                 tr(
                     f"For {what} your shape contains a vector width (d_model or d_k). The weights hold one number per "
                     "(query position, key position) pair in each head: no width axis.",
-                    f"当 {what} 时，你的形状里含有向量宽度（d_model 或 d_k）。在每个头里，权重为每一对"
-                    "（查询位置，键位置）存一个数，没有宽度轴。",
+                    f"当 {what} 时，你的形状里含有向量的维度（d_model 或 d_k）。在每个头里，权重为每一对"
+                    "（查询位置，键位置）存一个数，没有表示向量维度的轴。",
                 )
             )
         raise ExerciseMistake(

@@ -312,7 +312,7 @@ def _hint_for_shape_error(error: RuntimeError) -> None:
                 "weights, d_k = w_q.shape[1] // num_heads and d_v = w_v.shape[1] // num_heads (or let `view` work "
                 "one out with -1).",
                 f"reshape 失败了：{explain_shape_error(error)}。"
-                "这里一个头的宽度并不是 d_model / num_heads。要从权重读出宽度："
+                "这里一个头的维度并不是 d_model / num_heads。要从权重读出维度："
                 "d_k = w_q.shape[1] // num_heads，d_v = w_v.shape[1] // num_heads（或者用 -1 让 `view` "
                 "自己算出一个）。",
             )
@@ -413,7 +413,7 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
             tr(
                 "scale the scores by sqrt(d_k), the width of one head's queries and keys; d_v, the width of its "
                 "values, does not enter the scores.",
-                "要用 sqrt(d_k) 缩放分数，d_k 是一个头的查询和键的宽度；它的值的宽度 d_v 不参与分数的计算。",
+                "要用 sqrt(d_k) 缩放分数，d_k 是一个头的查询和键的维度；值的维度 d_v 不参与分数的计算。",
             ),
         ),
         (
@@ -428,7 +428,7 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
             tr(
                 "scale by sqrt(d_k) of ONE head (w_q.shape[1] // num_heads), not by the square root of all heads' "
                 "query width together.",
-                "要用单个头的 sqrt(d_k)（w_q.shape[1] // num_heads）缩放，而不是所有头的查询宽度之和的平方根。",
+                "要用单个头的 sqrt(d_k)（w_q.shape[1] // num_heads）缩放，而不是所有头的查询维度之和的平方根。",
             ),
         ),
         (
@@ -437,7 +437,7 @@ def _check_mha_case(fn: Callable[..., Tensor], d_model: int, heads: int, d_k: in
                 f"scale by sqrt(d_k) with d_k = w_q.shape[1] // num_heads = {d_k}, read from the weights: here a "
                 f"head is not d_model / num_heads = {d_model // heads} wide.",
                 f"要用 sqrt(d_k) 缩放，其中 d_k = w_q.shape[1] // num_heads = {d_k} 要从权重读出："
-                f"这里一个头的宽度并不是 d_model / num_heads = {d_model // heads}。",
+                f"这里一个头的维度并不是 d_model / num_heads = {d_model // heads}。",
             ),
         ),
         (
