@@ -140,8 +140,8 @@ def display_name(name: str | bool) -> str:
             return shown.format(*match.groups())
     if re.search("[A-Za-z]", name):  # a name with no Latin letter (one a learner wrote in Chinese) needs no entry
         warnings.warn(
-            f"{name!r} 在 transformer_course/display_names/{_language}/ 中没有对应的中文名，按原样显示"
-            f" (no entry in transformer_course/display_names/{_language}/)",
+            f"{name!r} 没有对应的中文名，按原样显示。如果这是你自己起的名字，可以不管这条提示；"
+            f"课程自带的名字缺了中文，应补进 transformer_course/display_names/{_language}/。",
             stacklevel=2,
         )
     return name
