@@ -262,8 +262,9 @@ def test_query_edit_says_not_attempted(capsys):
     assert "not attempted yet" in capsys.readouterr().out
 
 
-def _edit(*entries):
+def _edit(*entries, in_place: bool = False):
     def fn(w_q):
+        w_q = w_q if in_place else w_q.clone()
         for feature, dim, value in entries:
             w_q[ex.EXAMPLE_FEATURES.index(feature), ex.EXAMPLE_SPACE.index(dim)] = value
         return w_q
@@ -286,6 +287,7 @@ _HE = ("seeks person", "thing", 5.0)
         (_edit(_ATE, _HE, ("seeks thing", "thing", 0.0)), "You changed 3 entries"),
         (lambda w_q: None, "your function returned None"),
         (lambda w_q: w_q[:, :2], "Your W_Q has shape (6, 2)"),
+        (_edit(_ATE, _HE, in_place=True), "changed the W_Q it was given"),
     ],
     ids=[
         "too-small",
@@ -296,6 +298,7 @@ _HE = ("seeks person", "thing", 5.0)
         "three-entries",
         "none",
         "shape",
+        "in-place",
     ],
 )
 def test_query_edit_checker_rejects_typical_mistakes(wrong, hint, capsys):
@@ -343,6 +346,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_query_edit, lambda w_q: w_q, "没有超过一半"),
         (ex.check_query_edit, _edit(_ATE), "权重相等需要分数相等"),
         (ex.check_query_edit, lambda w_q: None, "你的函数返回了 None"),
+        (ex.check_query_edit, _edit(_ATE, _HE, in_place=True), "你的函数改动了传入的 W_Q"),
     ],
 )
 def test_checkers_explain_mistakes_in_chinese(check, wrong, hint, capsys):

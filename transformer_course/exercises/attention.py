@@ -396,12 +396,21 @@ def reference_query_edit(w_q: Tensor) -> Tensor:
 
 def _check_query_edit(fn: Callable[[Tensor], Tensor]) -> None:
     _, original, _ = worked_example()
-    new = fn(original.clone())
+    given = original.clone()
+    new = fn(given)
     expect(
         new is not None,
         tr(
             "Return the edited W_Q (a tensor of shape (6, 3)); your function returned None.",
             "要返回修改后的 W_Q（形状为 (6, 3) 的张量）；你的函数返回了 None。",
+        ),
+    )
+    expect(
+        torch.equal(given, original),
+        tr(
+            "your function changed the W_Q it was given: edit a copy (w_q = w_q.clone()) and return that, so the "
+            "notebook's W_Q stays as it is.",
+            "你的函数改动了传入的 W_Q：请修改一个副本（w_q = w_q.clone()）并返回它，这样笔记本里的 W_Q 保持不变。",
         ),
     )
     expect_tensor(
