@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 import warnings
 
 import matplotlib
@@ -93,3 +94,26 @@ def test_the_shipped_chinese_names_agree_and_are_chinese():
     for name, shown in names.items():
         assert name.count("{}") == shown.count("{}"), f"{name!r} and {shown!r} fill in a different number of {{}}"
         assert shown.strip(), f"{name!r} is shown as nothing"
+
+
+def test_fill_wraps_english_exactly_as_textwrap_does():
+    text = (
+        "Timings depend on the machine and on what else it is running; the ratios printed above come from this run. "
+        * 3
+    )
+    assert language.fill(text, 60, initial_indent="- ", subsequent_indent="  ") == textwrap.fill(
+        text, 60, initial_indent="- ", subsequent_indent="  "
+    )
+
+
+def test_fill_wraps_chinese_by_screen_columns_and_never_starts_a_line_with_a_closing_mark():
+    text = (
+        "计时取决于机器以及它同时运行的程序，上面打印的比值来自本次运行。"
+        "在空闲的机器上，FlashAttention 式的计算核通常更快。"
+    ) * 3
+    lines = language.fill(text, 40, initial_indent="- ", subsequent_indent="  ").split("\n")
+    assert len(lines) > 3
+    assert all(language.display_width(line) <= 40 for line in lines), lines
+    assert not any(line.lstrip()[0] in "，。、：；）”" for line in lines), lines
+    assert "".join(line[2:] for line in lines).replace(" ", "") == text.replace(" ", "")
+    assert "FlashAttention" in "".join(lines)  # a Latin word is never split

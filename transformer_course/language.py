@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import unicodedata
 import warnings
 from importlib import resources
@@ -150,6 +151,29 @@ def display_name(name: str | bool) -> str:
 def display_width(text: str) -> int:
     """The columns ``text`` takes in a monospace font: a Chinese character (or a full-width sign) takes two."""
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+# What a line may not break inside: a run of narrow characters (a Latin word, a number) or one wide character (a
+# Chinese character, a full-width sign), with the opening marks before it and the closing marks after it.
+_UNBROKEN = re.compile(r"\s+|[（「《“]*(?:[^\s\u2e80-\u9fff\uff00-\uffef]+|\S)[，。、：；）」》！？”]*")
+
+
+def fill(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> str:
+    """``textwrap.fill`` by screen columns (:func:`display_width`), for text in either language. Text with no wide
+    character is wrapped exactly as textwrap wraps it; Chinese text, which has no spaces, may also break between two
+    Chinese characters, never before a closing mark (，。）) or after an opening one (（“)."""
+    if display_width(text) == len(text):
+        return textwrap.fill(text, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent)
+    lines, line, gap = [], initial_indent, ""
+    for piece in _UNBROKEN.findall(text):
+        if piece.isspace():
+            gap = " "
+            continue
+        if line.strip() and display_width(line + gap + piece) > width:
+            lines.append(line)
+            line, gap = subsequent_indent, ""
+        line, gap = line + gap + piece, ""
+    return "\n".join([*lines, line])
 
 
 def ljust(text: str, width: int) -> str:
