@@ -241,6 +241,17 @@ def test_cached_attention_checker_names_a_transposed_key_and_a_cache_grown_the_w
     assert "Step 1: the keys no longer line up" in out and "dim=2" in out, out
 
 
+def _top_k_of_the_whole_tensor(logits, k):
+    kept = torch.zeros(logits.numel(), dtype=torch.bool)
+    kept[logits.flatten().topk(k).indices] = True
+    return logits.masked_fill(~kept.view_as(logits), float("-inf"))
+
+
+def test_top_k_checker_names_a_top_k_taken_over_the_whole_batch(capsys):
+    assert not ex.check_top_k(_top_k_of_the_whole_tensor)
+    assert "each row (one sequence) keeps its own k largest" in capsys.readouterr().out
+
+
 def test_cached_attention_checker_reports_other_crashes(capsys):
     def crashes(q, k, v, cache):
         raise RuntimeError("something else")
@@ -279,6 +290,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_top_k, _zeroed, "logit 为 0 并不等于概率为 0"),
         (ex.check_top_k, _very_negative, "很大的负数"),
         (ex.check_top_k, _softmaxed, "必须保持不变"),
+        (ex.check_top_k, _top_k_of_the_whole_tensor, "每一行（一个序列）要分别保留自己最大的 k 个"),
         (ex.check_top_p, _sorted_order, "返回的是排序后的顺序"),
         (ex.check_top_p, _gather_back, "必须回到词表顺序"),
         (ex.check_top_p, _strict_p, "一个词元也没保留"),

@@ -171,6 +171,19 @@ def _check_filter(name: str, fn: Callable[[Tensor, float], Tensor], reference, s
                         "（用排序的索引做 gather 会把排序再做一遍，而不是撤销它）。",
                     )
                 )
+            if name == "k":
+                flat_top = torch.zeros(logits.numel(), dtype=torch.bool)
+                flat_top[logits.flatten().topk(s).indices] = True  # the k largest of the whole batch, not of each row
+                if torch.equal(got.flatten(), flat_top):
+                    raise ExerciseMistake(
+                        tr(
+                            f"k={s}: you kept the k largest logits of the whole tensor; each row (one sequence) keeps "
+                            "its own k largest: topk along the last dimension, logits.topk(k, dim=-1).",
+                            f"k={s}：你保留的是整个张量中最大的 k 个 logit；"
+                            "每一行（一个序列）要分别保留自己最大的 k 个，"
+                            "即沿最后一维取 topk：logits.topk(k, dim=-1)。",
+                        )
+                    )
             if not bool(got.any(-1).all()):
                 raise ExerciseMistake(
                     tr(f"{name}={s}: some rows keep no token at all; ", f"{name}={s}：有些行一个词元也没保留；")
