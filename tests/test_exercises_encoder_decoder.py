@@ -102,10 +102,10 @@ def test_parameter_formula_checker(capsys):
     assert not ex.check_parameter_formula(stub)
     assert "not attempted yet" in capsys.readouterr().out
 
-    def make(attn_dec=2, norm=True, emb_times=1, out_bias=True):
+    def make(attn_dec=2, norm=True, emb_times=1, out_bias=True, attn_bias=True, ffn_bias=True):
         def formula(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
-            a = 4 * (d_model * d_model + d_model)
-            f = 2 * d_model * d_ff + d_ff + d_model
+            a = 4 * (d_model * d_model + (d_model if attn_bias else 0))
+            f = 2 * d_model * d_ff + (d_ff + d_model if ffn_bias else 0)
             n = 2 * d_model if norm else 0
             enc = a + f + 2 * n
             dec = attn_dec * a + f + 3 * n
@@ -120,6 +120,8 @@ def test_parameter_formula_checker(capsys):
         "count it once": make(emb_times=2),
         "embedding table (vocab_size x d_model) is missing": make(emb_times=0),
         "own bias": make(out_bias=False),
+        "the attention blocks' biases are missing": make(attn_bias=False),
+        "the feed-forward biases are missing": make(ffn_bias=False),
         "the biases and the LayerNorms are missing": _weights_only,
         "the biases are missing": _no_biases,
         "a decoder layer is not an encoder layer": _decoder_layers_as_encoder_layers,
@@ -158,6 +160,14 @@ def _inverted_mask(y, m, wq, wk, wv, mask):
 def _no_query_axis(y, m, wq, wk, wv, mask):
     s = ((y @ wq) @ (m @ wk).transpose(-2, -1) / 2.0).masked_fill(~mask, float("-inf"))
     return F.softmax(s, -1) @ (m @ wv)
+
+
+def _no_attention_biases(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
+    a = 4 * d_model * d_model  # the slip: W_Q, W_K, W_V, W_O without their biases
+    f = 2 * d_model * d_ff + d_ff + d_model
+    n = 2 * d_model
+    enc, dec = a + f + 2 * n, 2 * a + f + 3 * n
+    return num_encoder_layers * enc + num_decoder_layers * dec + vocab_size * d_model + vocab_size
 
 
 def _no_cross_attention(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
@@ -207,6 +217,7 @@ def test_checkers_speak_chinese(number, capsys):
         (ex.check_cross_attention, _inverted_mask, "掩码反了"),
         (ex.check_cross_attention, _no_query_axis, "要给掩码加上查询轴"),
         (ex.check_parameter_formula, _no_cross_attention, "每个解码器层还有第二个注意力块"),
+        (ex.check_parameter_formula, _no_attention_biases, "漏掉了注意力块的偏置"),
         (ex.check_parameter_formula, _decoder_layers_as_encoder_layers, "解码器层不等于编码器层"),
         (ex.check_parameter_formula, lambda *args: 12345, "应为 20,610 个参数"),
         (ex.check_parameter_formula, _weights_only, "漏掉了偏置和层归一化：每个线性层都有偏置"),

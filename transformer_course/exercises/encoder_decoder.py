@@ -302,7 +302,19 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                 f"漏掉了偏置和层归一化：{biases_where}；{norms_where}",
             )
             only_biases = tr(f"the biases are missing: {biases_where}", f"漏掉了偏置：{biases_where}")
+            attention_biases = 4 * d * (n_enc + 2 * n_dec)  # W_Q, W_K, W_V, W_O of every attention block
+            ffn_biases = (d_ff + d) * (n_enc + n_dec)  # both Linears of every FFN
             hints = {
+                attention_biases: tr(
+                    "the attention blocks' biases are missing: W_Q, W_K, W_V and W_O each have one, 4 d_model per "
+                    "block (one block per encoder layer, two per decoder layer)",
+                    "漏掉了注意力块的偏置：W_Q、W_K、W_V、W_O 各有一个，每个注意力块共 4 × d_model 个"
+                    "（每个编码器层一个注意力块，每个解码器层两个）",
+                ),
+                ffn_biases: tr(
+                    "the feed-forward biases are missing: its two Linears have d_ff + d_model per layer",
+                    "漏掉了前馈网络的偏置：它的两个线性层每层共有 d_ff + d_model 个",
+                ),
                 biases + norms: both,
                 biases - v + norms: both,
                 biases: only_biases,
