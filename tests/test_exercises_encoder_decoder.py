@@ -102,11 +102,11 @@ def test_parameter_formula_checker(capsys):
     assert not ex.check_parameter_formula(stub)
     assert "not attempted yet" in capsys.readouterr().out
 
-    def make(attn_dec=2, norm=True, emb_times=1, out_bias=True, attn_bias=True, ffn_bias=True):
+    def make(attn_dec=2, norm=True, emb_times=1, out_bias=True, attn_bias=True, ffn_bias=True, norm_size=2):
         def formula(d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab_size):
             a = 4 * (d_model * d_model + (d_model if attn_bias else 0))
             f = 2 * d_model * d_ff + (d_ff + d_model if ffn_bias else 0)
-            n = 2 * d_model if norm else 0
+            n = norm_size * d_model if norm else 0
             enc = a + f + 2 * n
             dec = attn_dec * a + f + 3 * n
             total = num_encoder_layers * enc + num_decoder_layers * dec + emb_times * vocab_size * d_model
@@ -122,6 +122,7 @@ def test_parameter_formula_checker(capsys):
         "own bias": make(out_bias=False),
         "the attention blocks' biases are missing": make(attn_bias=False),
         "the feed-forward biases are missing": make(ffn_bias=False),
+        "each LayerNorm has a bias as well as a gain": make(norm_size=1),
         "the biases and the LayerNorms are missing": _weights_only,
         "the biases are missing": _no_biases,
         "a decoder layer is not an encoder layer": _decoder_layers_as_encoder_layers,

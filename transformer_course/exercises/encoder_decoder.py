@@ -329,6 +329,10 @@ def check_parameter_formula(formula: Callable[[int, int, int, int, int], int]) -
                     "解码器层不等于编码器层：它还有第二个注意力块（交叉注意力，4 × d_model² + 4 × d_model 个参数），"
                     "以及这个块自己的层归一化（2 × d_model 个）",
                 ),
+                d * (2 * n_enc + 3 * n_dec): tr(
+                    "each LayerNorm has a bias as well as a gain: 2 d_model parameters, not d_model",
+                    "每个层归一化除了增益还有偏置：共 2 × d_model 个参数，而不是 d_model 个",
+                ),
                 2 * d * (2 * n_enc + 3 * n_dec): tr(
                     "each LayerNorm has 2 d_model parameters (gain and bias)",
                     "每个层归一化有 2 × d_model 个参数（增益和偏置）",
