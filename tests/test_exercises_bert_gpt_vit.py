@@ -274,3 +274,14 @@ def test_segment_checker_names_the_first_sep_with_the_padding_left_in(capsys):
     assert not ex.check_segment_ids(inclusive)
     out = capsys.readouterr().out
     assert "strictly BEFORE each position" in out and "the padding must get segment 0" in out
+
+
+def test_span_corruption_checker_says_what_the_target_is_when_nothing_is_dropped(capsys):
+    def empty_target_without_spans(words, dropped):
+        if any(dropped):
+            return ex.reference_span_corruption(words, dropped)
+        return list(words), []  # the slip: no span, so no sentinel
+
+    assert not ex.check_span_corruption(empty_target_without_spans)
+    out = capsys.readouterr().out
+    assert "with no span at all, the target is still one sentinel" in out and "after the last span" not in out, out

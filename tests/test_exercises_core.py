@@ -69,9 +69,13 @@ def test_pytorch_shape_errors_are_said_in_chinese():
     matmul = _error_of(lambda: torch.ones(4, 8) @ torch.ones(4, 8))
     view = _error_of(lambda: torch.ones(4, 8).view(3, 5))
     batched = _error_of(lambda: torch.ones(2, 3, 1, 4) @ torch.ones(2, 3, 8, 1))
+    not_contiguous = _error_of(lambda: torch.ones(2, 3, 4).permute(0, 2, 1).view(2, 12))
     assert explain_shape_error(broadcast) == "两个张量在 dim=1 上的大小不一致，分别为 8 和 4，无法广播"
     assert explain_shape_error(matmul) == "矩阵乘法的形状 4x8 与 4x8 对不上：前者的列数应等于后者的行数"
     assert explain_shape_error(view) == "32 个元素排不成形状 [3, 5]"
+    assert explain_shape_error(not_contiguous).startswith("张量在内存中不再连续") and ".reshape(...)" in (
+        explain_shape_error(not_contiguous)
+    )
     assert explain_shape_error(batched) == (
         "批量矩阵乘法的形状对不上：把前面的维度合并成一个批次维后，第二个张量的前两维应为 [6, 4]，"
         "实际是 [6, 8]（它的倒数第二维要等于第一个张量的最后一维）"

@@ -114,6 +114,7 @@ _MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+
 _BATCHED_MATMUL_MISMATCH = re.compile(
     r"Expected size for first two dimensions of batch2 tensor to be: (\[[^\]]*\]) but got: (\[[^\]]*\])"
 )
+_NOT_CONTIGUOUS = re.compile(r"view size is not compatible with input tensor's size and stride")
 _BAD_VIEW = re.compile(r"shape '(\[[^\]]*\])' is invalid for input of size (\d+)")
 _BAD_INDEX_PUT = re.compile(
     r"shape mismatch: value tensor of shape (\[[^\]]*\]) cannot be broadcast to indexing result of shape (\[[^\]]*\])"
@@ -133,7 +134,8 @@ def mismatched_sizes(error: BaseException) -> tuple[int, int] | None:
 
 def explain_shape_error(error: BaseException) -> str:
     """PyTorch's commonest shape errors said in Chinese (broadcasting, matrix product, batched matrix product, view,
-    concatenation, assignment through an index); any other error's own text."""
+    a view of a tensor that is not contiguous, concatenation, assignment through an index); any other error's own
+    text."""
     text = str(error)
     if match := _SIZE_MISMATCH.search(text):
         return f"两个张量在 dim={match[3]} 上的大小不一致，分别为 {match[1]} 和 {match[2]}，无法广播"
@@ -143,6 +145,11 @@ def explain_shape_error(error: BaseException) -> str:
         return (
             f"批量矩阵乘法的形状对不上：把前面的维度合并成一个批次维后，第二个张量的前两维应为 {match[1]}，"
             f"实际是 {match[2]}（它的倒数第二维要等于第一个张量的最后一维）"
+        )
+    if _NOT_CONTIGUOUS.search(text):
+        return (
+            "张量在内存中不再连续（例如在 permute 或 transpose 之后），不能直接用 .view 改变形状："
+            "改用 .reshape(...)，或先调用 .contiguous()"
         )
     if match := _BAD_VIEW.search(text):
         return f"{match[2]} 个元素排不成形状 {match[1]}"

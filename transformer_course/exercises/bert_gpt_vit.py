@@ -99,9 +99,16 @@ def _span_mistakes(words: list[str], dropped: list[bool]) -> dict[str, tuple[lis
             "consecutive dropped words form ONE span and share one sentinel; you gave every dropped word its own",
             "连续被丢弃的几个词合起来只算一个片段，共用一个哨兵词元；你却给每个被丢弃的词各配了一个",
         ): (per_word_source, per_word_target),
-        tr(
-            "the target ends with one more sentinel after the last span (it marks where that span ends)",
-            "目标序列在最后一个片段之后还要再跟一个哨兵词元（它标出这个片段在哪里结束）",
+        (
+            tr(
+                "the target ends with one more sentinel after the last span (it marks where that span ends)",
+                "目标序列在最后一个片段之后还要再跟一个哨兵词元（它标出这个片段在哪里结束）",
+            )
+            if any(dropped)
+            else tr(
+                "with no span at all, the target is still one sentinel, ['<extra_id_0>']: it says nothing is missing",
+                "没有任何片段时，目标序列也要有一个哨兵词元，即 ['<extra_id_0>']：它表示没有缺少任何内容",
+            )
         ): (source, target[:-1]),
         tr(
             "number the sentinels in order, <extra_id_0>, <extra_id_1>, ...: each span gets the next number",

@@ -323,9 +323,9 @@ def _hint_for_shape_error(error: RuntimeError) -> None:
                 f"a matrix product failed on its shapes ({message}). The matrices are in the maths convention, "
                 "Q = x_q @ w_q with w_q of shape (d_model, num_heads * d_k), and w_o, of shape (num_heads * d_v, "
                 "d_model), multiplies the merged heads: use them as given, not transposed.",
-                f"矩阵乘法失败了：{explain_shape_error(error)}。这些矩阵采用数学上的写法：Q = x_q @ w_q，"
+                f"{explain_shape_error(error)}。这些矩阵采用数学上的写法：Q = x_q @ w_q，"
                 "w_q 的形状为 (d_model, num_heads * d_k)；形状为 (num_heads * d_v, d_model) 的 w_o "
-                "乘的是合并后的各头。要按给定的样子使用它们，不要转置。",
+                "乘的是合并后的各头。请直接使用它们，不要转置。",
             )
         ) from error
     _hint_for_view_error(error)
