@@ -70,7 +70,7 @@ FACTS = [
 QUOTED_IN_00 = [
     (
         "not notebook 15's 90%",
-        "笔记本 15 要求 90%",
+        "笔记本 15 的检查要求超过 90%",
         "holds: more than 90% of the generated words are words of the training text",
     ),
     (
