@@ -13,6 +13,7 @@ from transformer_course.exercises._core import (
     as_sentence,
     crash_hint,
     explain_shape_error,
+    is_view_of_non_contiguous,
     report,
     translate_feedback,
 )
@@ -73,6 +74,7 @@ def test_pytorch_shape_errors_are_said_in_chinese():
     assert explain_shape_error(broadcast) == "两个张量在 dim=1 上的大小不一致，分别为 8 和 4，无法广播"
     assert explain_shape_error(matmul) == "矩阵乘法的形状 4x8 与 4x8 对不上：前者的列数应等于后者的行数"
     assert explain_shape_error(view) == "32 个元素排不成形状 [3, 5]"
+    assert is_view_of_non_contiguous(not_contiguous) and not is_view_of_non_contiguous(batched)
     assert explain_shape_error(not_contiguous).startswith("张量在内存中不再连续") and ".reshape(...)" in (
         explain_shape_error(not_contiguous)
     )

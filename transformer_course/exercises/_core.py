@@ -168,6 +168,11 @@ def is_batched_matmul_mismatch(error: BaseException) -> bool:
     return _BATCHED_MATMUL_MISMATCH.search(str(error)) is not None
 
 
+def is_view_of_non_contiguous(error: BaseException) -> bool:
+    """True for PyTorch's error when ``.view`` is called on a tensor that permute or transpose left non-contiguous."""
+    return _NOT_CONTIGUOUS.search(str(error)) is not None
+
+
 def is_index_assignment_mismatch(error: BaseException) -> bool:
     """True for PyTorch's error when ``t[index] = value`` gets a value whose shape does not fit what index selects."""
     return _BAD_INDEX_PUT.search(str(error)) is not None

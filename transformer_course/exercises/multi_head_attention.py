@@ -20,7 +20,17 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..core.attention import MultiHeadAttention
-from ._core import Exercise, ExerciseMistake, expect, expect_close, expect_tensor, explain_shape_error, report, tr
+from ._core import (
+    Exercise,
+    ExerciseMistake,
+    expect,
+    expect_close,
+    expect_tensor,
+    explain_shape_error,
+    is_view_of_non_contiguous,
+    report,
+    tr,
+)
 
 REMOVE_HEAD = Exercise("5.1", "switch a head off in the weights", "在权重中关闭一个头")
 MULTI_HEAD_ATTENTION = Exercise("5.2", "multi-head attention, d_v != d_k", "d_v != d_k 的多头注意力")
@@ -64,7 +74,7 @@ def reference_multi_head_attention(
 
 
 def _hint_for_view_error(error: RuntimeError) -> None:
-    if "view size is not compatible" in str(error):
+    if is_view_of_non_contiguous(error):
         raise ExerciseMistake(
             tr(
                 "`.view` failed because the tensor is not contiguous after `transpose`; use `.reshape(...)` "
